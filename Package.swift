@@ -1,0 +1,50 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// apns-bridge: Kafka → APNs over HTTP/2 → Kafka results.
+///
+/// C libraries come from Debian (`scripts/setup` installs them) and enter Swift only through the
+/// four `systemLibrary` targets below. Only `Kafka`, `HTTP2`, `APNs` and `YAML` import them.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "apns-bridge",
+    products: [
+        .executable(name: "apns-bridge", targets: ["apns-bridge"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+
+        .target(name: "Observability", swiftSettings: strictSettings),
+        .target(name: "Kafka", dependencies: ["CRdKafka", "Observability"], swiftSettings: strictSettings),
+        .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "Observability"], swiftSettings: strictSettings),
+        .target(name: "APNs", dependencies: ["HTTP2", "COpenSSL", "Observability"], swiftSettings: strictSettings),
+        .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: strictSettings),
+        .target(
+            name: "Bridge",
+            dependencies: ["Kafka", "HTTP2", "APNs", "YAML", "Observability"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "apns-bridge",
+            dependencies: ["Bridge", "APNs", "Kafka", "HTTP2", "Observability"],
+            swiftSettings: strictSettings
+        ),
+
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: strictSettings),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "APNs"], swiftSettings: strictSettings),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "HTTP2"], swiftSettings: strictSettings),
+        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "YAML", "Kafka", "APNs"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["Bridge", "Kafka", "APNs", "HTTP2"],
+            swiftSettings: strictSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,31 @@
+#ifndef APNS_BRIDGE_COPENSSL_SHIM_H
+#define APNS_BRIDGE_COPENSSL_SHIM_H
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pkcs12.h>
+#include <openssl/rand.h>
+#include <openssl/bio.h>
+#include <openssl/ecdsa.h>
+
+/* OpenSSL macros wrapped as functions, because Swift does not import function-like macros. */
+static inline long apns_ssl_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+static inline int apns_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+static inline long apns_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_mode(ctx, mode);
+}
+static inline long apns_ssl_set_mode(SSL *ssl, long mode) {
+    return SSL_set_mode(ssl, mode);
+}
+static inline int apns_bio_get_mem_data(BIO *bio, char **data) {
+    return (int)BIO_get_mem_data(bio, data);
+}
+#endif
