@@ -1,0 +1,30 @@
+/// Why an APNs key could not be loaded, generated or used.
+///
+/// Descriptions name the file and the key type only: never key material.
+public enum APNsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The key file does not exist or cannot be read.
+    case fileUnreadable(path: String)
+    /// The input holds no unencrypted PEM private key (an APNs `.p8` is `BEGIN PRIVATE KEY`, PKCS#8).
+    case notAPrivateKeyPEM
+    /// The input holds no PEM public key (`BEGIN PUBLIC KEY`).
+    case notAPublicKeyPEM
+    /// The key is not an EC P-256 key; the associated value names the type found, e.g. `RSA`.
+    case unsupportedKeyType(String)
+    /// An OpenSSL operation failed; the associated value names the operation.
+    case cryptoFailure(String)
+
+    public var description: String {
+        switch self {
+        case .fileUnreadable(let path):
+            "cannot read key file \(path)"
+        case .notAPrivateKeyPEM:
+            "no unencrypted PEM private key found (expected an APNs .p8 file: PKCS#8 EC P-256)"
+        case .notAPublicKeyPEM:
+            "no PEM public key found"
+        case .unsupportedKeyType(let type):
+            "unsupported key type \(type): APNs auth keys are EC P-256 (ES256)"
+        case .cryptoFailure(let operation):
+            "OpenSSL operation failed: \(operation)"
+        }
+    }
+}
