@@ -1,0 +1,86 @@
+import COpenSSL
+import Foundation
+import Synchronization
+@testable import APNs
+
+/// A settable clock for tests (Unix seconds).
+final class TestClock: Sendable {
+    private let seconds: Atomic<Int64>
+
+    init(_ start: Int64 = 1_800_000_000) {
+        seconds = Atomic(start)
+    }
+
+    var now: Int64 { seconds.load(ordering: .relaxed) }
+
+    func advance(by delta: Int64) {
+        seconds.add(delta, ordering: .relaxed)
+    }
+
+    var function: @Sendable () -> Int64 {
+        { self.now }
+    }
+}
+
+/// Generates a non-P-256 private key PEM with OpenSSL (`ED25519`, or `EC` on another curve).
+func generateOtherKeyPEM(algorithm: String, curve: String? = nil) -> String? {
+    guard let context = EVP_PKEY_CTX_new_from_name(nil, algorithm, nil) else { return nil }
+    defer { EVP_PKEY_CTX_free(context) }
+    guard EVP_PKEY_keygen_init(context) == 1 else { return nil }
+    if let curve, EVP_PKEY_CTX_set_group_name(context, curve) != 1 { return nil }
+    var key: OpaquePointer?
+    guard EVP_PKEY_generate(context, &key) == 1, let key else { return nil }
+    defer { EVP_PKEY_free(key) }
+    guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+    defer { BIO_free(bio) }
+    guard PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) == 1 else { return nil }
+    var data: UnsafeMutablePointer<CChar>?
+    let length = apns_bio_get_mem_data(bio, &data)
+    guard length > 0, let data else { return nil }
+    return String(decoding: UnsafeRawBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+}
+
+/// Verifies an ES256 JWS signature with OpenSSL directly, independently of `JWTVerifier`:
+/// r‖s → DER with the Swift encoder, then `EVP_DigestVerify` with a public key read from PEM.
+func opensslVerifies(jwt: String, publicKeyPEM: String) -> Bool {
+    let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count == 3, let raw = Base64URL.decode(parts[2]),
+          let der = ECDSASignatureFormat.derSignature(fromRaw: raw) else { return false }
+    let message = Array((parts[0] + "." + parts[1]).utf8)
+    var pemBytes = Array(publicKeyPEM.utf8)
+    return pemBytes.withUnsafeMutableBytes { buffer -> Bool in
+        guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return false }
+        defer { BIO_free(bio) }
+        guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else { return false }
+        defer { EVP_PKEY_free(key) }
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
+        let ok = EVP_DigestVerify(context, der, der.count, message, message.count) == 1
+        ERR_clear_error()
+        return ok
+    }
+}
+
+/// A unique scratch directory under the temporary directory, removed by `remove()`.
+struct ScratchDirectory {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "apns-tests-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func write(_ name: String, _ text: String) throws -> String {
+        let file = path + "/" + name
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+let sampleToken = String(repeating: "ab", count: 32)
+let sampleTopic = "com.example.chat"
