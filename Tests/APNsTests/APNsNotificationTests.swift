@@ -1,0 +1,52 @@
+import Testing
+@testable import APNs
+
+@Suite struct APNsNotificationTests {
+    @Test func pushTypeSuffixesFollowTheContract() {
+        let expected: [APNsPushType: String] = [
+            .alert: "", .background: "", .mdm: "", .voip: ".voip", .complication: ".complication",
+            .fileprovider: ".pushkit.fileprovider", .liveactivity: ".push-type.liveactivity",
+            .location: ".location-query", .pushtotalk: ".voip-ptt", .widgets: ".push-type.widgets",
+            .controls: ".push-type.controls",
+        ]
+        #expect(APNsPushType.allCases.count == 11)
+        for type in APNsPushType.allCases {
+            #expect(type.topicSuffix == expected[type])
+            #expect(type.topic(bundleID: "com.example.chat") == "com.example.chat" + (expected[type] ?? "?"))
+        }
+    }
+
+    @Test func defaultPrioritiesAndPayloadLimits() {
+        for type in APNsPushType.allCases {
+            #expect(type.defaultPriority == (type == .background ? 5 : 10))
+            #expect(type.maximumPayloadBytes == (type == .voip ? 5120 : 4096))
+        }
+        #expect(APNsNotification(token: sampleToken, pushType: .background, topic: sampleTopic, payload: []).priority == 5)
+        #expect(APNsNotification(token: sampleToken, topic: sampleTopic, payload: []).priority == 10)
+        #expect(APNsEnvironment.production.host == "api.push.apple.com")
+        #expect(APNsEnvironment.sandbox.host == "api.sandbox.push.apple.com")
+    }
+
+    @Test func buildsTheRequestWithEveryHeader() {
+        let payload = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+        let notification = APNsNotification(
+            token: sampleToken, pushType: .voip, priority: 5, expiration: 0, collapseID: "c1",
+            topic: "com.example.chat.voip", apnsID: "0e9c4a5e-7f1b-4c3d-9a2e-1b2c3d4e5f60", payload: payload)
+        let request = notification.makeRequest(authorization: "bearer jwt", includeContentType: true)
+        #expect(request.path == "/3/device/" + sampleToken)
+        #expect(request.body == payload)
+        let headers = request.headers.map { "\($0.name): \($0.value)" }
+        #expect(headers == [
+            "authorization: bearer jwt", "apns-push-type: voip", "apns-priority: 5", "apns-topic: com.example.chat.voip",
+            "apns-expiration: 0", "apns-collapse-id: c1", "apns-id: 0e9c4a5e-7f1b-4c3d-9a2e-1b2c3d4e5f60",
+            "content-type: application/json",
+        ])
+    }
+
+    @Test func omitsOptionalHeadersAndAuthorizationForCertificateAuth() {
+        let notification = APNsNotification(token: sampleToken, topic: sampleTopic, payload: [0x7B, 0x7D])
+        let request = notification.makeRequest(authorization: nil)
+        #expect(request.headers.map(\.name) == ["apns-push-type", "apns-priority", "apns-topic"])
+        #expect(request.headers.allSatisfy { $0.name == $0.name.lowercased() })
+    }
+}
