@@ -1,5 +1,7 @@
 import COpenSSL
 
+// The PEM read passes a password callback that supplies none, so OpenSSL never prompts on a terminal.
+
 /// The EC P-256 public half of an APNs auth key, used to verify provider JWTs (the simulator's side).
 ///
 /// Thread safety: never modified after loading; concurrent verification is safe with separate contexts.
@@ -9,11 +11,7 @@ public final class APNsPublicKey: @unchecked Sendable {
 
     /// Loads a public key from PEM text (`-----BEGIN PUBLIC KEY-----` …).
     public init(pem: String) throws(APNsKeyError) {
-        var loaded: OpaquePointer?
-        _ = OpenSSLSupport.withMemoryBIO(pem) { bio in
-            loaded = PEM_read_bio_PUBKEY(bio, nil, { _, _, _, _ in 0 }, nil)
-            return ()
-        }
+        let loaded = OpenSSLSupport.withMemoryBIO(pem) { PEM_read_bio_PUBKEY($0, nil, { _, _, _, _ in 0 }, nil) }
         guard let key = loaded else {
             ERR_clear_error()
             throw .notAPublicKeyPEM

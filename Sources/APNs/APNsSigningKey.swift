@@ -23,12 +23,7 @@ public final class APNsSigningKey: @unchecked Sendable {
 
     /// Loads a key from PEM text (`-----BEGIN PRIVATE KEY-----` …).
     public convenience init(pem: String) throws(APNsKeyError) {
-        var key: OpaquePointer?
-        _ = OpenSSLSupport.withMemoryBIO(pem) { bio in
-            key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
-            return ()
-        }
-        try self.init(loaded: key)
+        try self.init(loaded: OpenSSLSupport.withMemoryBIO(pem) { PEM_read_bio_PrivateKey($0, nil, { _, _, _, _ in 0 }, nil) })
     }
 
     private convenience init(bio: OpaquePointer) throws(APNsKeyError) {
