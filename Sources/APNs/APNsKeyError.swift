@@ -4,6 +4,8 @@
 public enum APNsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The key file does not exist or cannot be read.
     case fileUnreadable(path: String)
+    /// A key file cannot be written (test credentials).
+    case fileUnwritable(path: String)
     /// The input holds no unencrypted PEM private key (an APNs `.p8` is `BEGIN PRIVATE KEY`, PKCS#8).
     case notAPrivateKeyPEM
     /// The input holds no PEM public key (`BEGIN PUBLIC KEY`).
@@ -17,6 +19,8 @@ public enum APNsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .fileUnreadable(let path):
             "cannot read key file \(path)"
+        case .fileUnwritable(let path):
+            "cannot write key file \(path)"
         case .notAPrivateKeyPEM:
             "no unencrypted PEM private key found (expected an APNs .p8 file: PKCS#8 EC P-256)"
         case .notAPublicKeyPEM:
