@@ -152,6 +152,7 @@ public struct APNsSettings: Sendable, Equatable {
 
 /// An APNs environment: Apple's production or development (sandbox) servers.
 public enum PushEnvironment: String, Sendable, Hashable, CaseIterable {
+    /// `api.push.apple.com` / `api.sandbox.push.apple.com` (or the configured URLs).
     case production, sandbox
 }
 

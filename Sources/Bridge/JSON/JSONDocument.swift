@@ -1,5 +1,6 @@
 /// The kind of a JSON value.
 public enum JSONKind: Sendable, Equatable {
+    /// The six JSON value types (`true` and `false` are both `boolean`).
     case object, array, string, number, boolean, null
 }
 

@@ -17,6 +17,7 @@ public struct RecordSource: Sendable, Hashable {
 
 /// The `apns-push-type` values of contract §2 (raw values are the header spellings).
 public enum PushType: String, Sendable, Hashable, CaseIterable {
+    /// The header values, as Apple spells them.
     case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets, controls
 
     /// The suffix Apple requires after the bundle id in `apns-topic` (empty when none).
@@ -69,6 +70,25 @@ public struct PushRequest: Sendable {
     public var apnsID: String?
     /// The input record.
     public var source: RecordSource
+
+    /// Creates a request (the decoder does this; also useful for one-off sends and tests).
+    public init(id: String, app: String, validTokens: [String], invalidTokens: [String] = [], payload: [UInt8],
+                pushType: PushType = .alert, priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil,
+                topic: String, environment: PushEnvironment, apnsID: String? = nil, source: RecordSource) {
+        self.id = id
+        self.app = app
+        self.validTokens = validTokens
+        self.invalidTokens = invalidTokens
+        self.payload = payload
+        self.pushType = pushType
+        self.priority = priority ?? pushType.defaultPriority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.topic = topic
+        self.environment = environment
+        self.apnsID = apnsID
+        self.source = source
+    }
 }
 
 /// A stable, machine-readable dead-letter code (contract §5).
