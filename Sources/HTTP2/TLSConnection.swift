@@ -33,6 +33,8 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
 
     /// Stop calling `mem_send` while this many bytes wait for the socket.
     static let outputHighWater = 1 << 20
+    /// The start of the close reason when the TCP connect itself failed.
+    static let connectFailedPrefix = "connect failed: "
 
     let loop: EventLoop
     /// The owner's nghttp2 session, set after the handshake.
@@ -143,7 +145,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     private func finishConnect() {
         let error = SocketAddress.pendingError(of: fd)
         guard error == 0 else {
-            teardown(reason: "connect failed: \(String(cString: strerror(error)))", graceful: false)
+            teardown(reason: "\(Self.connectFailedPrefix)\(String(cString: strerror(error)))", graceful: false)
             return
         }
         SocketAddress.setNoDelay(fd)
