@@ -28,4 +28,10 @@ static inline long apns_ssl_set_mode(SSL *ssl, long mode) {
 static inline int apns_bio_get_mem_data(BIO *bio, char **data) {
     return (int)BIO_get_mem_data(bio, data);
 }
+static inline long apns_ssl_ctx_set_read_ahead(SSL_CTX *ctx, int yes) {
+    return SSL_CTX_set_read_ahead(ctx, yes);
+}
+static inline long apns_ssl_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return SSL_CTX_add1_chain_cert(ctx, cert);
+}
 #endif

@@ -1,0 +1,32 @@
+# apns-bridge: every target installs the Debian packages it needs first (scripts/setup).
+SWIFT ?= swift
+BIN_DEBUG = .build/debug/apns-bridge
+BIN_RELEASE = .build/release/apns-bridge
+
+.PHONY: setup build release test run bench clean
+
+setup:
+	@scripts/setup
+
+build: setup
+	$(SWIFT) build
+
+release: setup
+	$(SWIFT) build -c release
+
+## Runs the whole test suite (unit and end-to-end) against the real libraries on loopback.
+test: setup
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+## Runs the demo: mock Kafka cluster + APNs simulator + the pipeline, all on loopback.
+run: setup
+	$(SWIFT) build
+	$(BIN_DEBUG) demo
+
+## Runs the benchmark (release build) against the simulator, with h2load as the reference ceiling.
+bench: release
+	$(BIN_RELEASE) bench
+
+clean:
+	rm -rf .build

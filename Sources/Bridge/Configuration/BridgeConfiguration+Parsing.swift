@@ -1,0 +1,175 @@
+import Foundation
+import Observability
+import YAML
+
+extension BridgeConfiguration {
+    /// Reads and validates the YAML file at `path` (cold path; uses Foundation to read the file).
+    public static func load(path: String,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> BridgeConfiguration {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigurationError(keyPath: "", message: "cannot read configuration file \(path)")
+        }
+        return try parse(yaml: text, environment: environment)
+    }
+
+    /// Parses and validates configuration YAML. `${VAR}` references are read from `environment`.
+    public static func parse(yaml: String,
+                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> BridgeConfiguration {
+        let root: YAMLNode
+        do {
+            root = try YAMLParser.parse(yaml) ?? .mapping([], position: YAMLPosition(line: 1, column: 1))
+        } catch {
+            throw ConfigurationError(keyPath: "", message: "invalid YAML: \(error.description)", line: error.line)
+        }
+        let top = try ConfigurationNode(node: root, path: "", environment: environment)
+            .mapping(allowed: ["kafka", "apns", "apps", "limits", "http", "log", "shutdown_timeout"])
+
+        let kafka = try parseKafka(top)
+        let apns = try parseAPNs(top.optional("apns"))
+        let apps = try parseApps(top)
+        var limits = LimitsSettings()
+        if let node = top.optional("limits") {
+            let section = try node.mapping(allowed: ["max_in_flight", "max_tokens_per_request"])
+            if let value = section.optional("max_in_flight") { limits.maxInFlight = try value.integer(minimum: 1) }
+            if let value = section.optional("max_tokens_per_request") { limits.maxTokensPerRequest = try value.integer(minimum: 1) }
+        }
+        var http = HTTPSettings()
+        if let node = top.optional("http") {
+            let section = try node.mapping(allowed: ["listen"])
+            if let value = section.optional("listen") { (http.host, http.port) = try parseListen(value) }
+        }
+        var log = LogSettings()
+        if let node = top.optional("log") {
+            let section = try node.mapping(allowed: ["level", "format"])
+            if let value = section.optional("level") { log.level = try value.choice(LogLevelName.allCases).level }
+            if let value = section.optional("format") { log.format = try value.choice([.json, .text]) }
+        }
+        var configuration = BridgeConfiguration(kafka: kafka, apns: apns, apps: apps, limits: limits, http: http, log: log)
+        if let value = top.optional("shutdown_timeout") { configuration.shutdownTimeout = try value.duration() }
+        return configuration
+    }
+
+    static func parseKafka(_ top: ConfigurationMapping) throws(ConfigurationError) -> KafkaSettings {
+        guard let node = top.optional("kafka") else {
+            throw ConfigurationError(keyPath: "kafka.brokers", message: "required key is missing")
+        }
+        let section = try node.mapping(allowed: [
+            "brokers", "group_id", "topics", "results_topic", "invalid_tokens_topic", "dead_letter_topic",
+            "exactly_once", "consumer", "producer",
+        ])
+        var kafka = KafkaSettings(brokers: try section.required("brokers").stringList().joined(separator: ","))
+        if let value = section.optional("group_id") { kafka.groupID = try value.string() }
+        if let value = section.optional("topics") {
+            kafka.topics = try value.stringList()
+            if kafka.topics.isEmpty { throw value.error("at least one topic is required") }
+        }
+        if let value = section.optional("results_topic") { kafka.resultsTopic = try value.string() }
+        if let value = section.optional("invalid_tokens_topic") { kafka.invalidTokensTopic = try value.string() }
+        if let value = section.optional("dead_letter_topic") { kafka.deadLetterTopic = try value.string() }
+        if let value = section.optional("exactly_once") { kafka.exactlyOnce = try value.bool() }
+        if let value = section.optional("consumer") { kafka.consumer = try value.stringMap() }
+        if let value = section.optional("producer") { kafka.producer = try value.stringMap() }
+        return kafka
+    }
+
+    static func parseAPNs(_ node: ConfigurationNode?) throws(ConfigurationError) -> APNsSettings {
+        var apns = APNsSettings()
+        guard let node else { return apns }
+        let section = try node.mapping(allowed: ["production_url", "sandbox_url", "ca_file", "request_timeout", "ping_interval", "retry"])
+        if let value = section.optional("production_url") { apns.productionURL = try parseEndpoint(value) }
+        if let value = section.optional("sandbox_url") { apns.sandboxURL = try parseEndpoint(value) }
+        if let value = section.optional("ca_file") { apns.caFile = try value.optionalString() }
+        if let value = section.optional("request_timeout") { apns.requestTimeout = try value.duration() }
+        if let value = section.optional("ping_interval") { apns.pingInterval = try value.duration() }
+        if let retryNode = section.optional("retry") {
+            let retry = try retryNode.mapping(allowed: ["max_attempts", "initial_backoff", "max_backoff"])
+            if let value = retry.optional("max_attempts") { apns.retry.maxAttempts = try value.integer(minimum: 1) }
+            if let value = retry.optional("initial_backoff") { apns.retry.initialBackoff = try value.duration() }
+            if let value = retry.optional("max_backoff") {
+                apns.retry.maxBackoff = try value.duration()
+                if apns.retry.maxBackoff < apns.retry.initialBackoff {
+                    throw value.error("must not be shorter than apns.retry.initial_backoff")
+                }
+            }
+        }
+        return apns
+    }
+
+    /// `https://host[:port][/]` → endpoint.
+    static func parseEndpoint(_ node: ConfigurationNode) throws(ConfigurationError) -> APNsEndpoint {
+        let expected = "an https URL such as https://api.push.apple.com:443"
+        let text = try node.scalarText(expected: expected)
+        guard text.hasPrefix("https://") else { throw node.error("expected \(expected), \(node.got(text))") }
+        var authority = text.dropFirst("https://".count)
+        if authority.hasSuffix("/") { authority = authority.dropLast() }
+        guard let (host, port) = HostPort.split(authority, defaultPort: 443), port >= 1 else {
+            throw node.error("expected \(expected), \(node.got(text))")
+        }
+        return APNsEndpoint(host: host, port: port)
+    }
+
+    /// `host:port` for `http.listen`.
+    static func parseListen(_ node: ConfigurationNode) throws(ConfigurationError) -> (String, Int) {
+        let expected = "host:port such as 127.0.0.1:9464"
+        let text = try node.scalarText(expected: expected)
+        guard let (host, port) = HostPort.split(Substring(text), defaultPort: nil) else {
+            throw node.error("expected \(expected), \(node.got(text))")
+        }
+        return (host, port)
+    }
+}
+
+/// `host:port` / `[v6]:port` splitting shared by URLs and listen addresses.
+enum HostPort {
+    static func split(_ text: Substring, defaultPort: Int?) -> (String, Int)? {
+        var host: Substring
+        var portText: Substring?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { return nil }
+                portText = rest.dropFirst()
+            }
+        } else if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+            if host.contains(":") { return nil }
+        } else {
+            host = text
+        }
+        let forbidden: Set<Character> = ["/", "@", "?", "#", " ", "[", "]"]
+        guard !host.isEmpty, !host.contains(where: { forbidden.contains($0) || $0.isNewline }) else { return nil }
+        let port: Int
+        if let portText {
+            guard !portText.isEmpty, portText.allSatisfy(\.isASCII), let value = Int(portText),
+                  (0...65535).contains(value) else { return nil }
+            port = value
+        } else if let defaultPort {
+            port = defaultPort
+        } else {
+            return nil
+        }
+        host = host.hasPrefix("[") ? host.dropFirst() : host
+        return (String(host), port)
+    }
+}
+
+/// `log.level` spellings.
+enum LogLevelName: String, CaseIterable {
+    case trace, debug, info, warning, error
+
+    var level: Logger.Level {
+        switch self {
+        case .trace: .trace
+        case .debug: .debug
+        case .info: .info
+        case .warning: .warning
+        case .error: .error
+        }
+    }
+}

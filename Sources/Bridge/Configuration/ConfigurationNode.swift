@@ -1,0 +1,175 @@
+import YAML
+
+/// A YAML node being read as configuration: knows its key path (for errors), the environment
+/// used for `${VAR}` expansion, and whether its value is secret (never echoed in errors).
+struct ConfigurationNode {
+    let node: YAMLNode
+    let path: String
+    let environment: [String: String]
+    let isSecret: Bool
+
+    init(node: YAMLNode, path: String, environment: [String: String], isSecret: Bool = false) {
+        self.node = node
+        self.path = path
+        self.environment = environment
+        self.isSecret = isSecret
+    }
+
+    func error(_ message: String) -> ConfigurationError {
+        ConfigurationError(keyPath: path, message: message, line: node.line)
+    }
+
+    /// `got "abc"`, `got a mapping`…, never the text of a secret.
+    func got(_ text: String? = nil) -> String {
+        switch node {
+        case .scalar(let raw, _, _):
+            if isSecret { return "got a value that is not valid here" }
+            if node.isNull { return "got null" }
+            return "got \"\(Self.shortened(text ?? raw))\""
+        case .sequence: return "got a list"
+        case .mapping: return "got a mapping"
+        }
+    }
+
+    static func shortened(_ text: String) -> String {
+        text.count > 80 ? String(text.prefix(80)) + "…" : text
+    }
+
+    /// The scalar text with `${VAR}` / `${VAR:-default}` expanded.
+    func scalarText(expected: String) throws(ConfigurationError) -> String {
+        guard case .scalar(let raw, _, _) = node else { throw error("expected \(expected), \(got())") }
+        return try EnvironmentExpansion.expand(raw, environment: environment, at: self)
+    }
+
+    /// A non-empty string.
+    func string() throws(ConfigurationError) -> String {
+        let text = try scalarText(expected: "a string")
+        guard !text.isEmpty else { throw error("must not be empty") }
+        return text
+    }
+
+    /// A string, or nil for null or an empty expansion.
+    func optionalString() throws(ConfigurationError) -> String? {
+        if node.isNull { return nil }
+        let text = try scalarText(expected: "a string")
+        return text.isEmpty ? nil : text
+    }
+
+    /// An integer ≥ `minimum`.
+    func integer(minimum: Int) throws(ConfigurationError) -> Int {
+        let expected = minimum == 1 ? "a positive integer" : "an integer ≥ \(minimum)"
+        let text = try scalarText(expected: expected)
+        guard let value = Int(text), value >= minimum else { throw error("expected \(expected), \(got(text))") }
+        return value
+    }
+
+    /// `true` or `false`.
+    func bool() throws(ConfigurationError) -> Bool {
+        let text = try scalarText(expected: "true or false")
+        switch text {
+        case "true", "True", "TRUE": return true
+        case "false", "False", "FALSE": return false
+        default: throw error("expected true or false, \(got(text))")
+        }
+    }
+
+    /// A positive duration written `250ms`, `10s`, `5m` or `1h`.
+    func duration() throws(ConfigurationError) -> Duration {
+        let expected = "a positive duration such as 250ms, 10s, 5m or 1h"
+        let text = try scalarText(expected: expected)
+        guard let duration = DurationText.parse(text), duration > .zero else {
+            throw error("expected \(expected), \(got(text))")
+        }
+        return duration
+    }
+
+    /// One of `allowed` (by its raw value).
+    func choice<T: RawRepresentable>(_ allowed: [T]) throws(ConfigurationError) -> T where T.RawValue == String {
+        let names = allowed.map(\.rawValue).joined(separator: ", ")
+        let text = try scalarText(expected: "one of \(names)")
+        guard let value = allowed.first(where: { $0.rawValue == text }) else {
+            throw error("expected one of \(names), \(got(text))")
+        }
+        return value
+    }
+
+    /// A list of non-empty strings (a single string counts as a list of one).
+    func stringList() throws(ConfigurationError) -> [String] {
+        switch node {
+        case .scalar:
+            return [try string()]
+        case .sequence(let items, _):
+            var result: [String] = []
+            for (index, item) in items.enumerated() {
+                result.append(try child(item, path: "\(path)[\(index)]").string())
+            }
+            return result
+        case .mapping:
+            throw error("expected a list of strings, \(got())")
+        }
+    }
+
+    /// A mapping of string keys to scalar values (strings, numbers, booleans), all kept as text.
+    func stringMap() throws(ConfigurationError) -> [String: String] {
+        if node.isNull { return [:] }
+        guard case .mapping(let entries, _) = node else { throw error("expected a mapping, \(got())") }
+        var result: [String: String] = [:]
+        for entry in entries {
+            let key = entry.key.scalarValue ?? ""
+            let value = child(entry.value, path: "\(path).\(key)")
+            guard case .scalar = entry.value, !entry.value.isNull else {
+                throw value.error("expected a string, number or boolean, \(value.got())")
+            }
+            result[key] = try value.scalarText(expected: "a string, number or boolean")
+        }
+        return result
+    }
+
+    /// A mapping whose keys must all be in `allowed`.
+    func mapping(allowed: Set<String>) throws(ConfigurationError) -> ConfigurationMapping {
+        var entries: [String: YAMLNode] = [:]
+        if !node.isNull {
+            guard case .mapping(let items, _) = node else { throw error("expected a mapping, \(got())") }
+            for item in items {
+                let key = item.key.scalarValue ?? ""
+                let keyPath = path.isEmpty ? key : "\(path).\(key)"
+                guard allowed.contains(key) else {
+                    throw ConfigurationError(keyPath: keyPath, message: "unknown key", line: item.key.line)
+                }
+                entries[key] = item.value
+            }
+        }
+        return ConfigurationMapping(parent: self, entries: entries)
+    }
+
+    func child(_ node: YAMLNode, path: String, isSecret: Bool = false) -> ConfigurationNode {
+        ConfigurationNode(node: node, path: path, environment: environment, isSecret: isSecret)
+    }
+}
+
+/// The checked entries of one YAML mapping.
+struct ConfigurationMapping {
+    let parent: ConfigurationNode
+    let entries: [String: YAMLNode]
+
+    func keyPath(_ key: String) -> String {
+        parent.path.isEmpty ? key : "\(parent.path).\(key)"
+    }
+
+    /// The value of `key`, or nil when absent or null (null means "use the default").
+    func optional(_ key: String, isSecret: Bool = false) -> ConfigurationNode? {
+        guard let node = entries[key], !node.isNull else { return nil }
+        return parent.child(node, path: keyPath(key), isSecret: isSecret)
+    }
+
+    /// The value of `key`; absent or null is an error.
+    func required(_ key: String) throws(ConfigurationError) -> ConfigurationNode {
+        guard let value = optional(key) else {
+            throw ConfigurationError(keyPath: keyPath(key), message: "required key is missing", line: parent.node.line)
+        }
+        return value
+    }
+
+    /// Whether `key` has a non-null value.
+    func has(_ key: String) -> Bool { optional(key) != nil }
+}

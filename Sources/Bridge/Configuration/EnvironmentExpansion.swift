@@ -1,0 +1,82 @@
+/// `${VAR}` and `${VAR:-default}` substitution in configuration values.
+///
+/// `${VAR}` must be set (an unset variable is an error naming the key and the variable);
+/// `${VAR:-default}` uses `default` when VAR is unset or empty, as the shell does. A `$` not
+/// followed by `{` is kept as is. Variable names are `[A-Za-z_][A-Za-z0-9_]*`.
+enum EnvironmentExpansion {
+    static func expand(_ text: String, environment: [String: String], at node: ConfigurationNode) throws(ConfigurationError) -> String {
+        guard text.contains("${") else { return text }
+        var output = ""
+        var rest = Substring(text)
+        while let dollar = firstRange(of: "${", in: rest) {
+            output += rest[..<dollar.lowerBound]
+            let afterOpen = rest[dollar.upperBound...]
+            guard let close = afterOpen.firstIndex(of: "}") else {
+                throw node.error("unterminated ${ in value")
+            }
+            let body = afterOpen[..<close]
+            let name: Substring
+            let fallback: Substring?
+            if let separator = firstRange(of: ":-", in: body) {
+                name = body[..<separator.lowerBound]
+                fallback = body[separator.upperBound...]
+            } else {
+                name = body
+                fallback = nil
+            }
+            guard isValidName(name) else {
+                throw node.error("invalid environment variable name \"\(name)\" in ${…}")
+            }
+            let value = environment[String(name)]
+            if let fallback {
+                output += (value?.isEmpty ?? true) ? String(fallback) : value ?? ""
+            } else if let value {
+                output += value
+            } else {
+                throw node.error("environment variable \(name) is not set")
+            }
+            rest = afterOpen[afterOpen.index(after: close)...]
+        }
+        output += rest
+        return output
+    }
+
+    /// The range of the first occurrence of a two-character ASCII `marker` in `text`.
+    static func firstRange(of marker: String, in text: Substring) -> Range<Substring.Index>? {
+        let markerBytes = Array(marker.utf8)
+        var index = text.startIndex
+        while index < text.endIndex {
+            let next = text.index(after: index)
+            if text[index].utf8.elementsEqual(markerBytes.prefix(1)), next < text.endIndex,
+               text[next].utf8.elementsEqual(markerBytes.dropFirst()) {
+                return index..<text.index(after: next)
+            }
+            index = next
+        }
+        return nil
+    }
+
+    static func isValidName(_ name: Substring) -> Bool {
+        guard let first = name.utf8.first, first == UInt8(ascii: "_") || isLetter(first) else { return false }
+        return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || isLetter($0) || ($0 >= 0x30 && $0 <= 0x39) }
+    }
+
+    static func isLetter(_ byte: UInt8) -> Bool {
+        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+    }
+}
+
+/// Durations written `250ms`, `10s`, `5m` or `1h`.
+public enum DurationText {
+    /// Parses a duration, or returns nil when the text is not a whole number followed by a unit.
+    public static func parse(_ text: String) -> Duration? {
+        let units: [(suffix: String, milliseconds: Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)]
+        for unit in units where text.hasSuffix(unit.suffix) {
+            let digits = text.dropLast(unit.suffix.count)
+            guard !digits.isEmpty, digits.count <= 12, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let number = Int64(digits) else { return nil }
+            return .milliseconds(number * unit.milliseconds)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,43 @@
+/// The kind of a JSON value.
+public enum JSONKind: Sendable, Equatable {
+    /// The six JSON value types (`true` and `false` are both `boolean`).
+    case object, array, string, number, boolean, null
+}
+
+/// One value of a parsed document, stored flat ("tape") in document order.
+///
+/// Containers are followed by their children; `next` is the tape index just past the value's
+/// subtree, so siblings are reached without recursion. Object children alternate key, value.
+struct JSONNode: Sendable {
+    enum Tag: UInt8, Sendable { case object, array, string, number, trueValue, falseValue, null }
+
+    var tag: Tag
+    /// For strings: whether the raw text holds backslash escapes (decoding needs more than a copy).
+    var hasEscapes: Bool
+    /// Raw bytes of the value: `start..<end` (strings include their quotes).
+    var start: Int
+    var end: Int
+    /// Tape index after this value's subtree.
+    var next: Int
+    /// Members of an object or elements of an array; 0 otherwise.
+    var count: Int
+}
+
+/// A parsed, validated JSON text: the input bytes plus a flat index of every value's raw range.
+///
+/// Values are not materialised: strings are decoded and numbers converted only when asked
+/// (``JSONValue/stringValue``, ``JSONValue/int64Value``), and any value's exact input bytes are
+/// available as ``JSONValue/rawBytes`` so that a sub-object can be forwarded byte for byte.
+public struct JSONDocument: Sendable {
+    /// The input the document was parsed from.
+    public let bytes: [UInt8]
+    let nodes: [JSONNode]
+
+    init(bytes: [UInt8], nodes: [JSONNode]) {
+        self.bytes = bytes
+        self.nodes = nodes
+    }
+
+    /// The top-level value.
+    public var root: JSONValue { JSONValue(document: self, index: 0) }
+}

@@ -1,0 +1,137 @@
+/// Where an input record came from: topic, partition, offset.
+public struct RecordSource: Sendable, Hashable {
+    /// The Kafka topic.
+    public var topic: String
+    /// The partition.
+    public var partition: Int32
+    /// The record's offset.
+    public var offset: Int64
+
+    /// Creates a source.
+    public init(topic: String, partition: Int32, offset: Int64) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+    }
+}
+
+/// The `apns-push-type` values of contract §2 (raw values are the header spellings).
+public enum PushType: String, Sendable, Hashable, CaseIterable {
+    /// The header values, as Apple spells them.
+    case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets, controls
+
+    /// The suffix Apple requires after the bundle id in `apns-topic` (empty when none).
+    public var topicSuffix: String {
+        switch self {
+        case .voip: ".voip"
+        case .complication: ".complication"
+        case .fileprovider: ".pushkit.fileprovider"
+        case .liveactivity: ".push-type.liveactivity"
+        case .location: ".location-query"
+        case .pushtotalk: ".voip-ptt"
+        case .widgets: ".push-type.widgets"
+        case .controls: ".push-type.controls"
+        case .alert, .background, .mdm: ""
+        }
+    }
+
+    /// `apns-priority` when the request gives none: 5 for background, 10 otherwise.
+    public var defaultPriority: Int { self == .background ? 5 : 10 }
+
+    /// Apple's payload size limit in bytes: 5120 for VoIP, 4096 otherwise.
+    public var maximumPayloadBytes: Int { self == .voip ? 5120 : 4096 }
+}
+
+/// A validated push request (contract §2), ready to fan out into one notification per token.
+public struct PushRequest: Sendable {
+    /// `id`, or `"<topic>/<partition>/<offset>"` when absent.
+    public var id: String
+    /// The app's configured name.
+    public var app: String
+    /// Distinct well-formed tokens, lower-cased, in first-seen order.
+    public var validTokens: [String]
+    /// Distinct malformed token strings as given (they become `invalid` results), first-seen order.
+    public var invalidTokens: [String]
+    /// The `payload` object's exact input bytes (never re-encoded).
+    public var payload: [UInt8]
+    /// `push_type` (default alert).
+    public var pushType: PushType
+    /// `priority`: 10, 5 or 1.
+    public var priority: Int
+    /// `expiration` (unix seconds), if given.
+    public var expiration: Int64?
+    /// `collapse_id` (≤ 64 bytes), if given.
+    public var collapseID: String?
+    /// `apns-topic`: the override, or the bundle id plus the push type's suffix.
+    public var topic: String
+    /// `environment`, or the app's.
+    public var environment: PushEnvironment
+    /// `apns_id`, lower-cased canonical UUID (only with exactly one token).
+    public var apnsID: String?
+    /// The input record.
+    public var source: RecordSource
+
+    /// Creates a request (the decoder does this; also useful for one-off sends and tests).
+    public init(id: String, app: String, validTokens: [String], invalidTokens: [String] = [], payload: [UInt8],
+                pushType: PushType = .alert, priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil,
+                topic: String, environment: PushEnvironment, apnsID: String? = nil, source: RecordSource) {
+        self.id = id
+        self.app = app
+        self.validTokens = validTokens
+        self.invalidTokens = invalidTokens
+        self.payload = payload
+        self.pushType = pushType
+        self.priority = priority ?? pushType.defaultPriority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.topic = topic
+        self.environment = environment
+        self.apnsID = apnsID
+        self.source = source
+    }
+}
+
+/// A stable, machine-readable dead-letter code (contract §5).
+public struct DeadLetterCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    /// The code as written in the dead-letter record.
+    public var rawValue: String
+
+    /// Creates a code.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// The value is not valid UTF-8 JSON.
+    public static let invalidJSON = DeadLetterCode(rawValue: "invalid_json")
+    /// The JSON breaks a rule of contract §2 (or the record has no value).
+    public static let invalidRequest = DeadLetterCode(rawValue: "invalid_request")
+    /// `app` names no configured app.
+    public static let unknownApp = DeadLetterCode(rawValue: "unknown_app")
+    /// The payload is larger than Apple's limit for the push type.
+    public static let payloadTooLarge = DeadLetterCode(rawValue: "payload_too_large")
+    /// More tokens than `limits.max_tokens_per_request`.
+    public static let tooManyTokens = DeadLetterCode(rawValue: "too_many_tokens")
+
+    /// The raw value.
+    public var description: String { rawValue }
+}
+
+/// Why an input record goes to the dead-letter topic.
+public struct DeadLetter: Sendable, Equatable, Error {
+    /// The machine-readable code.
+    public var code: DeadLetterCode
+    /// What is wrong, naming the field (e.g. `field "priority": must be 10, 5 or 1`).
+    public var detail: String
+
+    /// Creates a dead letter.
+    public init(code: DeadLetterCode, detail: String) {
+        self.code = code
+        self.detail = detail
+    }
+}
+
+/// The outcome of decoding one input record.
+public enum PushRequestDecoding: Sendable {
+    /// A valid request.
+    case request(PushRequest)
+    /// The record goes whole to the dead-letter topic.
+    case deadLetter(DeadLetter)
+}

@@ -1,0 +1,129 @@
+/// The top-level fields of a request object, each found at most once.
+struct RequestFields {
+    var id: JSONValue?
+    var app: JSONValue?
+    var tokens: JSONValue?
+    var token: JSONValue?
+    var payload: JSONValue?
+    var pushType: JSONValue?
+    var priority: JSONValue?
+    var expiration: JSONValue?
+    var collapseID: JSONValue?
+    var topic: JSONValue?
+    var environment: JSONValue?
+    var apnsID: JSONValue?
+
+    /// One pass over the members; unknown fields are ignored, known ones must be unique; null = absent.
+    init(root: JSONValue) throws(DeadLetter) {
+        guard root.kind == .object else {
+            throw DeadLetter(code: .invalidRequest, detail: "the request must be a JSON object")
+        }
+        for (keyValue, value) in root.members {
+            guard let key = keyValue.stringValue else { continue }  // invariant of the scanner: keys are strings
+            let slot: WritableKeyPath<RequestFields, JSONValue?>
+            switch key {
+            case "id": slot = \.id
+            case "app": slot = \.app
+            case "tokens": slot = \.tokens
+            case "token": slot = \.token
+            case "payload": slot = \.payload
+            case "push_type": slot = \.pushType
+            case "priority": slot = \.priority
+            case "expiration": slot = \.expiration
+            case "collapse_id": slot = \.collapseID
+            case "topic": slot = \.topic
+            case "environment": slot = \.environment
+            case "apns_id": slot = \.apnsID
+            default: continue
+            }
+            if self[keyPath: slot] != nil || seenNull.contains(key) {
+                throw DeadLetter(code: .invalidRequest, detail: "field \"\(key)\": appears more than once")
+            }
+            if value.isNull {
+                seenNull.insert(key)
+            } else {
+                self[keyPath: slot] = value
+            }
+        }
+    }
+
+    private var seenNull: Set<String> = []
+}
+
+extension PushRequestDecoder {
+    /// Distinct valid (lower-cased) and invalid token strings, in first-seen order.
+    struct DecodedTokens {
+        var valid: [String] = []
+        var invalid: [String] = []
+    }
+
+    func decodeTokens(token: JSONValue?, tokens: JSONValue?) throws(DeadLetter) -> DecodedTokens {
+        var result = DecodedTokens()
+        switch (token, tokens) {
+        case (nil, nil):
+            throw DeadLetter(code: .invalidRequest, detail: "field \"tokens\": one of \"tokens\" or \"token\" is required")
+        case (.some, .some):
+            throw DeadLetter(code: .invalidRequest, detail: "field \"token\": give either \"token\" or \"tokens\", not both")
+        case (let single?, nil):
+            guard let text = single.stringValue else { throw invalid("token", "must be a string") }
+            if let normalized = Self.normalizedToken(text) {
+                result.valid.append(normalized)
+            } else {
+                result.invalid.append(text)
+            }
+        case (nil, let list?):
+            guard list.kind == .array else { throw invalid("tokens", "must be an array of strings") }
+            guard list.count > 0 else { throw invalid("tokens", "must not be empty") }
+            guard list.count <= maxTokensPerRequest else {
+                throw DeadLetter(code: .tooManyTokens,
+                                 detail: "field \"tokens\": \(list.count) tokens, at most \(maxTokensPerRequest) are allowed")
+            }
+            var seenValid = Set<String>(minimumCapacity: list.count)
+            var seenInvalid = Set<String>()
+            result.valid.reserveCapacity(list.count)
+            for (index, element) in list.elements.enumerated() {
+                guard let text = element.stringValue else { throw invalid("tokens[\(index)]", "must be a string") }
+                if let normalized = Self.normalizedToken(text) {
+                    if seenValid.insert(normalized).inserted { result.valid.append(normalized) }
+                } else if seenInvalid.insert(text).inserted {
+                    result.invalid.append(text)
+                }
+            }
+        }
+        return result
+    }
+
+    /// The lower-cased token if it is an even number (64–200) of hex digits, else nil.
+    static func normalizedToken(_ text: String) -> String? {
+        let utf8 = text.utf8
+        let count = utf8.count
+        guard count >= 64, count <= 200, count % 2 == 0 else { return nil }
+        var needsLowercasing = false
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): continue
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): needsLowercasing = true
+            default: return nil
+            }
+        }
+        return needsLowercasing ? lowercasedASCII(text) : text
+    }
+
+    /// The lower-cased canonical form of an 8-4-4-4-12 hex UUID, or nil.
+    static func canonicalUUID(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 else { return nil }
+        for (index, byte) in bytes.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+            } else {
+                guard JSONStringDecoding.hexDigit(byte) != nil else { return nil }
+            }
+        }
+        return lowercasedASCII(text)
+    }
+
+    static func lowercasedASCII(_ text: String) -> String {
+        String(decoding: text.utf8.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,173 @@
+/// An app as the decoder needs it: the name requests use, bundle id, default environment.
+public struct RegisteredApp: Sendable, Hashable {
+    /// The configured name.
+    public var name: String
+    /// The bundle id (default `apns-topic`).
+    public var bundleID: String
+    /// The app's default environment.
+    public var environment: PushEnvironment
+
+    /// Creates an entry.
+    public init(name: String, bundleID: String, environment: PushEnvironment) {
+        self.name = name
+        self.bundleID = bundleID
+        self.environment = environment
+    }
+}
+
+/// Turns an input record's value into a ``PushRequest`` or a ``DeadLetter`` (contract §2).
+///
+/// Rules beyond the contract's table: a field given as JSON `null` counts as absent; a field
+/// that appears twice at the top level is `invalid_request`; the token count limit applies to
+/// the entries as given (before duplicates are removed); `apns_id` requires exactly one distinct
+/// token (valid or not); `collapse_id` and `topic` must not be empty or hold control characters.
+public struct PushRequestDecoder: Sendable {
+    let appsByName: [String: RegisteredApp]
+    let singleApp: RegisteredApp?
+    let maxTokensPerRequest: Int
+
+    /// Creates a decoder for these apps and token limit.
+    public init(apps: [RegisteredApp], maxTokensPerRequest: Int) {
+        var byName: [String: RegisteredApp] = [:]
+        for app in apps where byName[app.name] == nil { byName[app.name] = app }
+        appsByName = byName
+        singleApp = apps.count == 1 ? apps[0] : nil
+        self.maxTokensPerRequest = maxTokensPerRequest
+    }
+
+    /// Creates a decoder from the configuration's apps and limits.
+    public init(configuration: BridgeConfiguration) {
+        self.init(apps: configuration.apps.map { RegisteredApp(name: $0.name, bundleID: $0.bundleID, environment: $0.environment) },
+                  maxTokensPerRequest: configuration.limits.maxTokensPerRequest)
+    }
+
+    /// Decodes one record value (nil for a Kafka null value / tombstone).
+    public func decode(value: [UInt8]?, source: RecordSource) -> PushRequestDecoding {
+        do throws(DeadLetter) {
+            return .request(try decodeRequest(value: value, source: source))
+        } catch {
+            return .deadLetter(error)
+        }
+    }
+
+    func decodeRequest(value: [UInt8]?, source: RecordSource) throws(DeadLetter) -> PushRequest {
+        guard let value else {
+            throw DeadLetter(code: .invalidRequest, detail: "the record has no value (null)")
+        }
+        let document: JSONDocument
+        do {
+            document = try JSONScanner.parse(value)
+        } catch {
+            throw DeadLetter(code: .invalidJSON, detail: error.description)
+        }
+        let fields = try RequestFields(root: document.root)
+
+        let id = try decodeID(fields.id, source: source)
+        let app = try decodeApp(fields.app)
+        let tokens = try decodeTokens(token: fields.token, tokens: fields.tokens)
+
+        guard let payload = fields.payload else { throw invalid("payload", "required") }
+        guard payload.kind == .object else { throw invalid("payload", "must be a JSON object") }
+
+        var pushType = PushType.alert
+        if let value = fields.pushType {
+            guard let text = value.stringValue else { throw invalid("push_type", "must be a string") }
+            guard let type = PushType(rawValue: text) else {
+                throw invalid("push_type", "unknown push type \(Self.quoted(text))")
+            }
+            pushType = type
+        }
+        let payloadSize = payload.rawRange.count
+        guard payloadSize <= pushType.maximumPayloadBytes else {
+            throw DeadLetter(code: .payloadTooLarge,
+                             detail: "field \"payload\": \(payloadSize) bytes, the limit for push type \(pushType.rawValue) is \(pushType.maximumPayloadBytes)")
+        }
+
+        var priority = pushType.defaultPriority
+        if let value = fields.priority {
+            guard let number = value.int64Value, number == 10 || number == 5 || number == 1 else {
+                throw invalid("priority", "must be 10, 5 or 1")
+            }
+            priority = Int(number)
+        }
+        var expiration: Int64?
+        if let value = fields.expiration {
+            guard let number = value.int64Value, number >= 0 else {
+                throw invalid("expiration", "must be a non-negative integer (unix seconds)")
+            }
+            expiration = number
+        }
+        var collapseID: String?
+        if let value = fields.collapseID {
+            guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 64, Self.isHeaderSafe(text) else {
+                throw invalid("collapse_id", "must be a string of 1 to 64 bytes without control characters")
+            }
+            collapseID = text
+        }
+        var topic = app.bundleID + pushType.topicSuffix
+        if let value = fields.topic {
+            guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 255, Self.isHeaderSafe(text) else {
+                throw invalid("topic", "must be a string of 1 to 255 bytes without control characters")
+            }
+            topic = text
+        }
+        var environment = app.environment
+        if let value = fields.environment {
+            guard let text = value.stringValue, let parsed = PushEnvironment(rawValue: text) else {
+                throw invalid("environment", "must be \"production\" or \"sandbox\"")
+            }
+            environment = parsed
+        }
+        var apnsID: String?
+        if let value = fields.apnsID {
+            guard let text = value.stringValue, let uuid = Self.canonicalUUID(text) else {
+                throw invalid("apns_id", "must be a UUID such as 123e4567-e89b-12d3-a456-426614174000")
+            }
+            guard tokens.valid.count + tokens.invalid.count == 1 else {
+                throw invalid("apns_id", "only allowed with exactly one token")
+            }
+            apnsID = uuid
+        }
+        return PushRequest(id: id, app: app.name, validTokens: tokens.valid, invalidTokens: tokens.invalid,
+                           payload: Array(payload.rawBytes), pushType: pushType, priority: priority,
+                           expiration: expiration, collapseID: collapseID, topic: topic, environment: environment,
+                           apnsID: apnsID, source: source)
+    }
+
+    func decodeID(_ value: JSONValue?, source: RecordSource) throws(DeadLetter) -> String {
+        guard let value else { return "\(source.topic)/\(source.partition)/\(source.offset)" }
+        guard let text = value.stringValue, !text.isEmpty, text.unicodeScalars.count <= 256 else {
+            throw invalid("id", "must be a string of 1 to 256 characters")
+        }
+        return text
+    }
+
+    func decodeApp(_ value: JSONValue?) throws(DeadLetter) -> RegisteredApp {
+        guard let value else {
+            guard let singleApp else {
+                throw invalid("app", "required when more than one app is configured")
+            }
+            return singleApp
+        }
+        guard let name = value.stringValue else { throw invalid("app", "must be a string") }
+        guard let app = appsByName[name] else {
+            throw DeadLetter(code: .unknownApp, detail: "field \"app\": unknown app \(Self.quoted(name))")
+        }
+        return app
+    }
+
+    func invalid(_ field: String, _ message: String) -> DeadLetter {
+        DeadLetter(code: .invalidRequest, detail: "field \"\(field)\": \(message)")
+    }
+
+    /// A request-supplied string quoted for a detail message, cut to 64 characters.
+    static func quoted(_ text: String) -> String {
+        let cut = text.unicodeScalars.count > 64 ? String(String.UnicodeScalarView(text.unicodeScalars.prefix(64))) + "…" : text
+        return "\"\(cut)\""
+    }
+
+    /// No control characters (they cannot go into an HTTP/2 header value).
+    static func isHeaderSafe(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F }
+    }
+}

@@ -1,0 +1,140 @@
+import CNGHTTP2
+
+// nghttp2 callbacks of the client session. Each is a plain C function; `userData` is the
+// HTTP2ClientConnection (unretained). They run on the loop thread, inside
+// nghttp2_session_mem_recv / mem_send.
+
+@inline(__always)
+private func clientConnection(_ userData: UnsafeMutableRawPointer?) -> HTTP2ClientConnection {
+    // invariant: every client session is created with its connection as user data.
+    Unmanaged<HTTP2ClientConnection>.fromOpaque(userData!).takeUnretainedValue()
+}
+
+/// Called for each response header field (after HPACK decoding and validation).
+func clientOnHeader(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?,
+                    _ name: UnsafePointer<UInt8>?, _ nameLength: Int,
+                    _ value: UnsafePointer<UInt8>?, _ valueLength: Int,
+                    _ flags: UInt8, _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    guard let frame, let name, let value else { return 0 }
+    clientConnection(userData).receivedHeader(
+        streamID: frame.pointee.hd.stream_id,
+        name: UnsafeBufferPointer(start: name, count: nameLength),
+        value: UnsafeBufferPointer(start: value, count: valueLength))
+    return 0
+}
+
+/// Called for each chunk of a response body.
+func clientOnDataChunk(_ session: OpaquePointer?, _ flags: UInt8, _ streamID: Int32,
+                       _ data: UnsafePointer<UInt8>?, _ length: Int,
+                       _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    guard let data else { return 0 }
+    clientConnection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
+    return 0
+}
+
+/// Called when a whole frame was received (SETTINGS, GOAWAY, end of a response…).
+func clientOnFrame(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?,
+                   _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    guard let frame else { return 0 }
+    clientConnection(userData).receivedFrame(frame)
+    return 0
+}
+
+/// Called when a stream closed, for any reason: the stream's final event.
+func clientOnStreamClose(_ session: OpaquePointer?, _ streamID: Int32, _ errorCode: UInt32,
+                         _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    clientConnection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
+    return 0
+}
+
+/// The request body's data source: copies the next bytes of the stream's `[UInt8]`.
+func clientReadRequestBody(_ session: OpaquePointer?, _ streamID: Int32, _ buffer: UnsafeMutablePointer<UInt8>?,
+                           _ length: Int, _ dataFlags: UnsafeMutablePointer<UInt32>?,
+                           _ source: UnsafeMutablePointer<nghttp2_data_source>?,
+                           _ userData: UnsafeMutableRawPointer?) -> Int {
+    guard let buffer, let dataFlags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+    return clientConnection(userData).readRequestBody(streamID: streamID, into: buffer, length: length, flags: dataFlags)
+}
+
+extension HTTP2ClientConnection {
+    func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard let index = streams.index(forKey: streamID) else { return }
+        if name.first == UInt8(ascii: ":") {
+            if name.count == 7 && name.elementsEqual(":status".utf8) {
+                var status = 0
+                for digit in value where digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") {
+                    status = status * 10 + Int(digit - UInt8(ascii: "0"))
+                }
+                streams.values[index].status = status
+            }
+            return
+        }
+        streams.values[index].headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+    }
+
+    func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
+        guard let index = streams.index(forKey: streamID) else { return }
+        if streams.values[index].responseBody.count + data.count > Self.maxResponseBodyBytes {
+            if let session {
+                _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                              NGHTTP2_INTERNAL_ERROR.rawValue)
+            }
+            return
+        }
+        streams.values[index].responseBody.append(contentsOf: data)
+    }
+
+    func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
+        let header = frame.pointee.hd
+        switch UInt32(header.type) {
+        case NGHTTP2_SETTINGS.rawValue:
+            guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0, let session else { return }
+            let value = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+            peerMaxConcurrentStreamsDidChange(Int(min(value, UInt32(Int32.max))))
+        case NGHTTP2_GOAWAY.rawValue:
+            goAwayLastStreamID = frame.pointee.goaway.last_stream_id
+            if state == .ready || state == .waitingForSettings { state = .goingAway }
+        case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
+            if header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
+               let index = streams.index(forKey: header.stream_id) {
+                streams.values[index].responseComplete = true
+            }
+        default:
+            break
+        }
+    }
+
+    func streamClosed(streamID: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        let result: Result<HTTP2Response, HTTP2StreamFailure>
+        if stream.responseComplete && stream.status != 0 {
+            result = .success(HTTP2Response(status: stream.status, headers: stream.headers, body: stream.responseBody))
+        } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || streamID > goAwayLastStreamID {
+            result = .failure(.refused)
+        } else {
+            result = .failure(.reset(code: errorCode))
+        }
+        delegate?.connection(self, didFinishStream: stream.tag, result: result)
+    }
+
+    func readRequestBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
+                         flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let index = streams.index(forKey: streamID) else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        let offset = streams.values[index].requestBodyOffset
+        let count = HTTP2Session.copyBodyChunk(streams.values[index].requestBody, from: offset,
+                                               into: buffer, length: length, flags: flags)
+        streams.values[index].requestBodyOffset = offset + count
+        return count
+    }
+
+    private func peerMaxConcurrentStreamsDidChange(_ value: Int) {
+        setPeerMaxConcurrentStreams(value)
+        delegate?.connectionDidUpdateSettings(self, maxConcurrentStreams: value)
+        if state == .waitingForSettings {
+            state = .ready
+            delegate?.connectionDidBecomeReady(self)
+        }
+    }
+}

@@ -1,0 +1,317 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNGHTTP2
+import Observability
+
+/// One HTTP/2 client connection over TLS (ALPN "h2" required), multiplexing many streams.
+///
+/// Thread ownership: everything except `init` runs on `loop`'s thread; the connection owns its
+/// socket, `SSL*` and `nghttp2_session*` there. `start()` called elsewhere hops to the loop.
+/// The connection keeps itself alive while open and holds its delegate strongly until
+/// `connectionDidClose` (the last call), which breaks any owner ↔ connection cycle.
+///
+/// Streams: per-stream state lives in a dictionary keyed by stream id; the request body is read
+/// by an `nghttp2_data_provider` straight from the request's `[UInt8]`. One periodic sweep timer
+/// per connection enforces the per-stream deadline (and the 10 s connect/handshake deadline).
+public final class HTTP2ClientConnection: @unchecked Sendable {
+    enum State { case idle, connecting, waitingForSettings, ready, goingAway, closed }
+
+    /// Per-stream bookkeeping, loop thread only.
+    struct Stream {
+        let tag: UInt64
+        let startedAt: UInt64
+        let requestBody: [UInt8]
+        var requestBodyOffset = 0
+        var status = 0
+        var headers: [(name: String, value: String)] = []
+        var responseBody: [UInt8] = []
+        var responseComplete = false
+    }
+
+    /// The cap on a response body; a larger one resets the stream.
+    static let maxResponseBodyBytes = 1 << 20
+    /// How long connecting, the TLS handshake and the first SETTINGS may take.
+    static let connectTimeoutNanoseconds: UInt64 = 10_000_000_000
+
+    /// The server's host name or IP literal (also the TLS name that is verified).
+    public let host: String
+    /// The server's port.
+    public let port: Int
+    /// The loop that owns this connection.
+    public let loop: EventLoop
+    let tlsContext: TLSClientContext
+    let streamTimeoutNanoseconds: UInt64
+    let authority: String
+    let logger = Logger(label: "http2.client")
+
+    var delegate: HTTP2ClientConnectionDelegate?
+    var state: State = .idle
+    var session: OpaquePointer?
+    var streams: [Int32: Stream] = [:]
+    var goAwayLastStreamID = Int32.max
+    private var connection: TLSConnection?
+    private var addresses: [SocketAddress] = []
+    private var nextAddressIndex = 0
+    private var lastConnectError = ""
+    private var startedAt: UInt64 = 0
+    private var sweepTimer: EventLoopTimer?
+    private var expiredScratch: [Int32] = []
+    private var peerMaxConcurrentStreams = 100
+
+    /// Creates an idle connection; `start()` connects.
+    ///
+    /// - Parameter streamTimeoutNanoseconds: the deadline of each stream, from `submit`.
+    public init(host: String, port: Int, tls: TLSClientContext, loop: EventLoop,
+                delegate: HTTP2ClientConnectionDelegate, streamTimeoutNanoseconds: UInt64) {
+        self.host = host
+        self.port = port
+        self.tlsContext = tls
+        self.loop = loop
+        self.delegate = delegate
+        self.streamTimeoutNanoseconds = max(streamTimeoutNanoseconds, 1_000_000)
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        self.authority = port == 443 ? hostPart : "\(hostPart):\(port)"
+        streams.reserveCapacity(128)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    /// Handshake done, server SETTINGS seen, not going away, not closed.
+    public var isReady: Bool { state == .ready }
+
+    /// Streams submitted and not finished yet.
+    public var activeStreams: Int { streams.count }
+
+    /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive).
+    public var maxConcurrentStreams: Int { peerMaxConcurrentStreams }
+
+    /// How many more streams `submit` would accept now.
+    public var availableStreams: Int { isReady ? max(0, peerMaxConcurrentStreams - streams.count) : 0 }
+
+    func setPeerMaxConcurrentStreams(_ value: Int) {
+        peerMaxConcurrentStreams = value
+    }
+
+    /// Resolves the host (off-loop for names), connects without blocking, and runs the TLS
+    /// handshake (SNI, host verification, ALPN "h2" required).
+    public func start() {
+        guard loop.inEventLoop else {
+            loop.execute { self.start() }
+            return
+        }
+        guard state == .idle else { return }
+        state = .connecting
+        startedAt = monotonicNanoseconds()
+        scheduleSweep()
+        if SocketAddress.isIPLiteral(host) {
+            didResolve(Result { try SocketAddress.resolve(host: host, port: port) })
+            return
+        }
+        let targetHost = host, targetPort = port
+        do {
+            try ThreadStarter.start(name: "dns-\(targetHost)", detached: true) {
+                let result = Result { try SocketAddress.resolve(host: targetHost, port: targetPort) }
+                self.loop.execute { self.didResolve(result) }
+            }
+        } catch {
+            finish(reason: "cannot start name resolution: \(error)")
+        }
+    }
+
+    /// Submits a request; its answer arrives through the delegate with `tag`. Loop thread.
+    ///
+    /// - Returns: false (nothing submitted) when the connection is not ready or no stream slot
+    ///   is free.
+    public func submit(_ request: HTTP2Request, tag: UInt64) -> Bool {
+        guard state == .ready, let session, streams.count < peerMaxConcurrentStreams,
+              nghttp2_session_check_request_allowed(session) != 0 else { return false }
+        var byteCapacity = 28 + HeaderBlock.size(authority) + HeaderBlock.size(request.path)
+        for header in request.headers {
+            byteCapacity += HeaderBlock.size(header.name) + HeaderBlock.size(header.value)
+        }
+        let streamID = HeaderBlock.with(fieldCount: 4 + request.headers.count, byteCapacity: byteCapacity) { block in
+            block.add(":method", "POST")
+            block.add(":scheme", "https")
+            block.add(":authority", authority)
+            block.add(":path", request.path)
+            for header in request.headers { block.add(header.name, header.value) }
+            if request.body.isEmpty {
+                return nghttp2_submit_request(session, nil, block.nameValues, block.count, nil, nil)
+            }
+            var provider = nghttp2_data_provider()
+            provider.read_callback = clientReadRequestBody
+            return nghttp2_submit_request(session, nil, block.nameValues, block.count, &provider, nil)
+        }
+        guard streamID > 0 else {
+            logger.warning("nghttp2_submit_request failed",
+                           metadata: ["error": String(cString: nghttp2_strerror(streamID))])
+            return false
+        }
+        streams[streamID] = Stream(tag: tag, startedAt: monotonicNanoseconds(), requestBody: request.body)
+        return true
+    }
+
+    /// Writes what was submitted (call once per batch of `submit`s). Loop thread.
+    public func flush() {
+        connection?.flush()
+    }
+
+    /// Sends a PING (keep-alive). Loop thread. Returns false when the connection is not open.
+    @discardableResult
+    public func ping() -> Bool {
+        guard let session, state == .ready || state == .goingAway || state == .waitingForSettings else { return false }
+        guard nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) == 0 else { return false }
+        connection?.flush()
+        return true
+    }
+
+    /// Sends GOAWAY and closes; every open stream finishes `.connectionLost`, then
+    /// `connectionDidClose`. Loop thread.
+    public func close() {
+        switch state {
+        case .closed:
+            return
+        case .idle:
+            finish(reason: "connection closed by client")
+        default:
+            guard let connection else {
+                finish(reason: "connection closed by client")
+                return
+            }
+            if let session { _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue) }
+            connection.flush()
+            connection.close(reason: "connection closed by client", graceful: true)
+        }
+    }
+
+    // MARK: - Connecting
+
+    private func didResolve(_ result: Result<[SocketAddress], Error>) {
+        guard state == .connecting else { return }
+        switch result {
+        case .success(let resolved):
+            addresses = resolved
+            nextAddressIndex = 0
+            connectNextAddress()
+        case .failure(let error):
+            finish(reason: "\(error)")
+        }
+    }
+
+    private func connectNextAddress() {
+        while nextAddressIndex < addresses.count {
+            let address = addresses[nextAddressIndex]
+            nextAddressIndex += 1
+            do {
+                let fd = try address.startConnect()
+                let ssl: OpaquePointer
+                do { ssl = try tlsContext.makeSSL(host: host) } catch {
+                    Glibc.close(fd)
+                    throw error
+                }
+                let connection = TLSConnection(fd: fd, ssl: ssl, loop: loop, owner: self, connecting: true)
+                self.connection = connection
+                connection.start()
+                return
+            } catch {
+                lastConnectError = "\(error)"
+            }
+        }
+        finish(reason: "cannot connect to \(host):\(port): \(lastConnectError)")
+    }
+
+    // MARK: - Deadlines
+
+    private func scheduleSweep() {
+        let interval = min(max(streamTimeoutNanoseconds / 4, 5_000_000), 1_000_000_000)
+        sweepTimer = loop.schedule(afterNanoseconds: interval) { [weak self] in self?.sweep() }
+    }
+
+    /// Resets streams older than the stream timeout (CANCEL → `.timeout`) and enforces the
+    /// connect deadline. Runs periodically while the connection lives.
+    private func sweep() {
+        guard state != .closed else { return }
+        let now = monotonicNanoseconds()
+        if state == .connecting || state == .waitingForSettings {
+            if now - startedAt > Self.connectTimeoutNanoseconds {
+                if let connection {
+                    connection.close(reason: "connect timed out", graceful: false)
+                } else {
+                    finish(reason: "connect timed out")
+                }
+                return
+            }
+        }
+        if !streams.isEmpty, let session {
+            for (streamID, stream) in streams where now - stream.startedAt >= streamTimeoutNanoseconds {
+                expiredScratch.append(streamID)
+            }
+            if !expiredScratch.isEmpty {
+                for streamID in expiredScratch {
+                    guard let stream = streams.removeValue(forKey: streamID) else { continue }
+                    _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                                  NGHTTP2_CANCEL.rawValue)
+                    delegate?.connection(self, didFinishStream: stream.tag, result: .failure(.timeout))
+                }
+                expiredScratch.removeAll(keepingCapacity: true)
+                connection?.flush()
+            }
+        }
+        if state != .closed { scheduleSweep() }
+    }
+
+    // MARK: - Closing
+
+    /// Finishes every open stream with `.connectionLost(reason)`, frees the session and tells
+    /// the delegate. Never called from inside an nghttp2 call.
+    func finish(reason: String) {
+        guard state != .closed else { return }
+        state = .closed
+        if let sweepTimer { loop.cancel(sweepTimer) }
+        sweepTimer = nil
+        connection = nil
+        if let session {
+            self.session = nil
+            nghttp2_session_del(session)
+        }
+        let open = streams
+        streams = [:]
+        let delegate = self.delegate
+        for streamID in open.keys.sorted() {
+            // invariant: the key comes from the dictionary itself.
+            delegate?.connection(self, didFinishStream: open[streamID]!.tag, result: .failure(.connectionLost(reason)))
+        }
+        if LoggingSystem.level <= .debug {
+            logger.debug("connection closed", metadata: ["host": host, "port": "\(port)", "reason": reason])
+        }
+        delegate?.connectionDidClose(self, reason: reason)
+        self.delegate = nil
+    }
+}
+
+extension HTTP2ClientConnection: TLSConnectionOwner {
+    func tlsConnectionDidCompleteHandshake(_ connection: TLSConnection) {
+        do {
+            let session = try HTTP2Session.makeClient(userData: Unmanaged.passUnretained(self).toOpaque())
+            self.session = session
+            connection.session = session
+            state = .waitingForSettings
+        } catch {
+            connection.close(reason: "\(error)", graceful: false)
+        }
+    }
+
+    func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {
+        guard connection === self.connection else { return }
+        self.connection = nil
+        if state == .connecting && reason.hasPrefix(TLSConnection.connectFailedPrefix) && nextAddressIndex < addresses.count {
+            lastConnectError = reason
+            connectNextAddress()
+            return
+        }
+        finish(reason: reason)
+    }
+}

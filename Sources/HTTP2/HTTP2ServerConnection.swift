@@ -1,0 +1,133 @@
+import CNGHTTP2
+
+/// The server side of one accepted connection: TLS + an nghttp2 server session.
+///
+/// Thread ownership: created on the accepting loop, then everything runs on `loop`'s thread
+/// (socket, `SSL*` and `nghttp2_session*` belong to it). The connection keeps itself alive while
+/// open through its ``TLSConnection`` registration.
+final class HTTP2ServerConnection: @unchecked Sendable {
+    /// Per-stream request and response state, loop thread only.
+    struct Stream {
+        var method = ""
+        var path = ""
+        var authority = ""
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+        var dispatched = false
+        var responded = false
+        var responseBody: [UInt8] = []
+        var responseOffset = 0
+    }
+
+    /// Request bodies larger than this reset the stream (ENHANCE_YOUR_CALM).
+    static let maxRequestBodyBytes = 1 << 20
+
+    let loop: EventLoop
+    let handler: HTTP2ServerHandler
+    private weak var server: HTTP2Server?
+    private var maxConcurrentStreams: Int
+    private var connection: TLSConnection?
+    var session: OpaquePointer?
+    var streams: [Int32: Stream] = [:]
+
+    /// Takes ownership of the accepted socket `fd` and `ssl`.
+    init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, server: HTTP2Server, handler: HTTP2ServerHandler,
+         maxConcurrentStreams: Int) {
+        self.loop = loop
+        self.handler = handler
+        self.server = server
+        self.maxConcurrentStreams = maxConcurrentStreams
+        self.connection = nil
+        self.connection = TLSConnection(fd: fd, ssl: ssl, loop: loop, owner: self, connecting: false)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    /// Registers with the loop and starts the handshake. Loop thread.
+    func start() {
+        connection?.start()
+    }
+
+    /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS. Loop thread.
+    func updateMaxConcurrentStreams(_ value: Int) {
+        maxConcurrentStreams = value
+        guard let session, let connection else { return }
+        do {
+            try HTTP2Session.submitSettings(session, [(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, UInt32(clamping: value))])
+            connection.flush()
+        } catch {
+            connection.close(reason: "\(error)", graceful: false)
+        }
+    }
+
+    /// Sends GOAWAY and closes the connection. Loop thread.
+    func close() {
+        guard let connection else { return }
+        if let session { _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue) }
+        connection.flush()
+        connection.close(reason: "server closed the connection", graceful: true)
+    }
+
+    /// Submits the response of `streamID` if the stream is still open and unanswered. Loop thread.
+    func respond(streamID: Int32, status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        guard let session, let connection, let index = streams.index(forKey: streamID),
+              !streams.values[index].responded else { return }
+        streams.values[index].responded = true
+        streams.values[index].responseBody = body
+        let statusText = String(status)
+        var byteCapacity = 7 + HeaderBlock.size(statusText)
+        for header in headers { byteCapacity += HeaderBlock.size(header.name) + HeaderBlock.size(header.value) }
+        let result = HeaderBlock.with(fieldCount: 1 + headers.count, byteCapacity: byteCapacity) { block in
+            block.add(":status", statusText)
+            for header in headers { block.add(header.name, header.value) }
+            if body.isEmpty {
+                return nghttp2_submit_response(session, streamID, block.nameValues, block.count, nil)
+            }
+            var provider = nghttp2_data_provider()
+            provider.read_callback = serverReadResponseBody
+            return nghttp2_submit_response(session, streamID, block.nameValues, block.count, &provider)
+        }
+        if result != 0 {
+            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                          NGHTTP2_INTERNAL_ERROR.rawValue)
+        }
+        connection.scheduleFlush()
+    }
+
+    /// Hands a complete request to the handler.
+    func dispatch(streamID: Int32) {
+        guard let index = streams.index(forKey: streamID), !streams.values[index].dispatched else { return }
+        streams.values[index].dispatched = true
+        let stream = streams.values[index]
+        let request = HTTP2ServerRequest(method: stream.method, path: stream.path, authority: stream.authority,
+                                         headers: stream.headers, body: stream.body)
+        streams.values[index].headers = []  // the request now holds the only reference
+        streams.values[index].body = []
+        handler.handle(request, responder: HTTP2Responder(connection: self, streamID: streamID))
+    }
+}
+
+extension HTTP2ServerConnection: TLSConnectionOwner {
+    func tlsConnectionDidCompleteHandshake(_ connection: TLSConnection) {
+        do {
+            let session = try HTTP2Session.makeServer(userData: Unmanaged.passUnretained(self).toOpaque(),
+                                                      maxConcurrentStreams: maxConcurrentStreams)
+            self.session = session
+            connection.session = session
+        } catch {
+            connection.close(reason: "\(error)", graceful: false)
+        }
+    }
+
+    func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {
+        self.connection = nil
+        if let session {
+            self.session = nil
+            nghttp2_session_del(session)
+        }
+        streams = [:]
+        server?.connectionDidClose(self)
+    }
+}

@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNGHTTP2
+
+/// A resolved socket address plus the socket helpers used by clients and servers.
+struct SocketAddress: Sendable {
+    var storage: sockaddr_storage
+    var length: socklen_t
+
+    var family: Int32 { Int32(storage.ss_family) }
+
+    /// Whether `host` is an IPv4 or IPv6 literal (then it is verified as an IP SAN, without SNI).
+    static func isIPLiteral(_ host: String) -> Bool {
+        var buffer = in6_addr()
+        return inet_pton(AF_INET, host, &buffer) == 1 || inet_pton(AF_INET6, host, &buffer) == 1
+    }
+
+    /// Resolves `host` and `port` to TCP addresses with `getaddrinfo` (blocking; call it off-loop
+    /// for names).
+    /// - Parameter passive: resolve for `bind` (a nil-like wildcard host is allowed).
+    /// - Throws: ``HTTP2Error`` with code `.resolution`.
+    static func resolve(host: String, port: Int, passive: Bool = false) throws -> [SocketAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = passive ? AI_PASSIVE : AI_ADDRCONFIG
+        var list: UnsafeMutablePointer<addrinfo>?
+        let result = getaddrinfo(host, String(port), &hints, &list)
+        guard result == 0, let list else {
+            throw HTTP2Error(.resolution, "cannot resolve \(host): \(String(cString: gai_strerror(result)))")
+        }
+        defer { freeaddrinfo(list) }
+        var addresses: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = list
+        while let entry = cursor {
+            if let address = entry.pointee.ai_addr {
+                var storage = sockaddr_storage()
+                let length = entry.pointee.ai_addrlen
+                withUnsafeMutableBytes(of: &storage) { target in
+                    target.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(length)))
+                }
+                addresses.append(SocketAddress(storage: storage, length: length))
+            }
+            cursor = entry.pointee.ai_next
+        }
+        guard !addresses.isEmpty else { throw HTTP2Error(.resolution, "no address for \(host)") }
+        return addresses
+    }
+
+    /// A new non-blocking, close-on-exec TCP socket for this address family.
+    func makeSocket() throws -> Int32 {
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HTTP2Error.system("socket") }
+        return fd
+    }
+
+    /// Starts a non-blocking connect. Returns the socket; completion shows as writability.
+    func startConnect() throws -> Int32 {
+        let fd = try makeSocket()
+        var storage = self.storage
+        let result = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
+        }
+        if result != 0 && errno != EINPROGRESS {
+            let error = HTTP2Error.system("connect")
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// Binds a listening socket (SO_REUSEADDR) with the given backlog.
+    func listen(backlog: Int32) throws -> Int32 {
+        let fd = try makeSocket()
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var storage = self.storage
+        let bound = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0, Glibc.listen(fd, backlog) == 0 else {
+            let error = HTTP2Error.system(bound == 0 ? "listen" : "bind")
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// The local port a socket is bound to.
+    static func localPort(of fd: Int32) -> Int {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return withUnsafeBytes(of: &storage) { bytes in
+            // sin_port and sin6_port sit at the same offset (2), in network byte order.
+            Int(UInt16(bytes[2]) << 8 | UInt16(bytes[3]))
+        }
+    }
+
+    /// Disables Nagle's algorithm (we coalesce output ourselves).
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// The pending error of a socket (`SO_ERROR`), 0 when none.
+    static func pendingError(of fd: Int32) -> Int32 {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        if getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) != 0 { return errno }
+        return value
+    }
+}

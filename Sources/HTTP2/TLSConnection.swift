@@ -1,0 +1,350 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNGHTTP2
+import COpenSSL
+
+/// What a ``TLSConnection`` reports to the HTTP/2 connection that owns it (loop thread only).
+protocol TLSConnectionOwner: AnyObject {
+    /// TCP is connected and the handshake finished with ALPN "h2". The owner creates its
+    /// nghttp2 session, assigns ``TLSConnection/session`` and submits its SETTINGS; the
+    /// connection then reads what already arrived and flushes.
+    func tlsConnectionDidCompleteHandshake(_ connection: TLSConnection)
+    /// The socket and `SSL*` are gone and ``TLSConnection/session`` was cleared. Never called
+    /// from inside an nghttp2 call, so the owner may delete its session here.
+    func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String)
+}
+
+/// Non-blocking TLS over one TCP socket, pumping bytes between the `SSL*` and an nghttp2 session
+/// with the mem API. Shared by the client and the server side.
+///
+/// Thread ownership: created, driven and closed on `loop`'s thread only; it owns the socket and
+/// the `SSL*`; it borrows the owner's `nghttp2_session*`.
+///
+/// - Reads: `SSL_read` into the loop's fixed buffer until `WANT_READ`, each chunk fed to
+///   `nghttp2_session_mem_recv`; then one flush.
+/// - Writes: `nghttp2_session_mem_send` chunks are coalesced into one output buffer (at most
+///   ``outputHighWater`` pending: backpressure), written with `SSL_write` in partial-write mode;
+///   EPOLLOUT is armed only while bytes are pending.
+/// - Re-entrancy: a flush or close requested from inside an nghttp2 callback is deferred until
+///   the nghttp2 call returns.
+final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Sendable {
+    enum State { case connecting, handshaking, open, closed }
+
+    /// Stop calling `mem_send` while this many bytes wait for the socket.
+    static let outputHighWater = 1 << 20
+    /// The start of the close reason when the TCP connect itself failed.
+    static let connectFailedPrefix = "connect failed: "
+
+    let loop: EventLoop
+    /// The owner's nghttp2 session, set after the handshake.
+    var session: OpaquePointer?
+    private(set) var state: State
+    private let fd: Int32
+    private var ssl: OpaquePointer?
+    private var owner: TLSConnectionOwner?
+    private var output: [UInt8] = []
+    private var outputStart = 0
+    private var inSessionCall = false
+    private var flushDeferred = false
+    private var flushScheduled = false
+    private var pendingClose: (reason: String, graceful: Bool)?
+    private var readWantsWrite = false
+    private var writeWantsRead = false
+    private var interest: IOInterest = []
+
+    /// Takes ownership of `fd` (connecting or connected) and `ssl`.
+    init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, owner: TLSConnectionOwner, connecting: Bool) {
+        self.fd = fd
+        self.ssl = ssl
+        self.loop = loop
+        self.owner = owner
+        self.state = connecting ? .connecting : .handshaking
+        SSL_set_fd(ssl, fd)
+    }
+
+    deinit {
+        if let ssl { SSL_free(ssl) }
+        if state != .closed { Glibc.close(fd) }
+    }
+
+    /// Bytes waiting for the socket.
+    var pendingOutputCount: Int { output.count - outputStart }
+
+    /// Registers with the loop and starts connecting / handshaking. Loop thread.
+    func start() {
+        let initial: IOInterest = state == .connecting ? .writable : .readable
+        do {
+            try loop.register(fd: fd, interest: initial, handler: self)
+            interest = initial
+        } catch {
+            teardown(reason: "\(error)", graceful: false)
+            return
+        }
+        if state == .handshaking { handshake() }
+    }
+
+    // MARK: - Owner API
+
+    /// Produces and writes pending HTTP/2 output now (deferred when inside an nghttp2 call).
+    func flush() {
+        guard state == .open else { return }
+        if inSessionCall {
+            flushDeferred = true
+            return
+        }
+        pump()
+    }
+
+    /// Flushes once at the end of the current loop iteration (coalesces many small submissions).
+    func scheduleFlush() {
+        guard state == .open, !flushScheduled else { return }
+        flushScheduled = true
+        loop.scheduleFlush(self)
+    }
+
+    func flushAtEndOfIteration() {
+        flushScheduled = false
+        flush()
+    }
+
+    /// Closes the connection. `graceful` first writes what is pending (e.g. a GOAWAY) if the
+    /// socket takes it right away, and sends a TLS close_notify.
+    func close(reason: String, graceful: Bool) {
+        if inSessionCall {
+            if pendingClose == nil { pendingClose = (reason, graceful) }
+            return
+        }
+        teardown(reason: reason, graceful: graceful)
+    }
+
+    // MARK: - Events
+
+    func eventLoopReadable() {
+        switch state {
+        case .connecting: finishConnect()
+        case .handshaking: handshake()
+        case .open:
+            readAvailable()
+            if writeWantsRead { flush() }
+        case .closed: break
+        }
+    }
+
+    func eventLoopWritable() {
+        switch state {
+        case .connecting: finishConnect()
+        case .handshaking: handshake()
+        case .open:
+            if readWantsWrite { readAvailable() }
+            flush()
+        case .closed: break
+        }
+    }
+
+    private func finishConnect() {
+        let error = SocketAddress.pendingError(of: fd)
+        guard error == 0 else {
+            teardown(reason: "\(Self.connectFailedPrefix)\(String(cString: strerror(error)))", graceful: false)
+            return
+        }
+        SocketAddress.setNoDelay(fd)
+        state = .handshaking
+        handshake()
+    }
+
+    private func handshake() {
+        guard let ssl else { return }
+        ERR_clear_error()
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            guard Self.negotiatedH2(ssl) else {
+                teardown(reason: "TLS handshake failed: ALPN did not negotiate h2", graceful: false)
+                return
+            }
+            state = .open
+            setInterest(.readable)
+            owner?.tlsConnectionDidCompleteHandshake(self)
+            // With read-ahead, the peer's first frames may already sit inside the SSL object.
+            readAvailable()
+            return
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: setInterest(.readable)
+        case SSL_ERROR_WANT_WRITE: setInterest([.readable, .writable])
+        default: teardown(reason: "TLS handshake failed: \(handshakeFailureDetail(ssl))", graceful: false)
+        }
+    }
+
+    private func handshakeFailureDetail(_ ssl: OpaquePointer) -> String {
+        let verifyResult = SSL_get_verify_result(ssl)
+        if verifyResult != X509_V_OK {
+            return "certificate verification failed: \(String(cString: X509_verify_cert_error_string(verifyResult)))"
+        }
+        let detail = OpenSSLErrors.drain()
+        return detail == "no OpenSSL error detail" ? "connection closed by peer" : detail
+    }
+
+    private static func negotiatedH2(_ ssl: OpaquePointer) -> Bool {
+        var protocolName: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &protocolName, &length)
+        guard let protocolName, length == 2 else { return false }
+        return protocolName[0] == UInt8(ascii: "h") && protocolName[1] == UInt8(ascii: "2")
+    }
+
+    // MARK: - Read path
+
+    private func readAvailable() {
+        readWantsWrite = false
+        let buffer = loop.readBuffer
+        // invariant: the loop's read buffer is allocated in EventLoop.init.
+        let base = buffer.baseAddress!
+        while state == .open, pendingClose == nil, let ssl {
+            ERR_clear_error()
+            let count = SSL_read(ssl, base, Int32(buffer.count))
+            if count > 0 {
+                guard let session else { continue }
+                inSessionCall = true
+                let consumed = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), Int(count))
+                inSessionCall = false
+                if consumed < 0 {
+                    let reason = "HTTP/2 protocol error: \(String(cString: nghttp2_strerror(Int32(consumed))))"
+                    // nghttp2 queued a GOAWAY for most protocol errors: try to send it, then close.
+                    pendingClose = pendingClose ?? (reason, true)
+                }
+                continue
+            }
+            switch SSL_get_error(ssl, count) {
+            case SSL_ERROR_WANT_READ:
+                break
+            case SSL_ERROR_WANT_WRITE:
+                readWantsWrite = true
+            case SSL_ERROR_ZERO_RETURN:
+                teardown(reason: "peer closed the connection", graceful: false)
+                return
+            case SSL_ERROR_SYSCALL:
+                let detail = errno == 0 ? "peer closed the TCP connection" : String(cString: strerror(errno))
+                teardown(reason: "connection lost: \(detail)", graceful: false)
+                return
+            default:
+                teardown(reason: "TLS error: \(OpenSSLErrors.drain())", graceful: false)
+                return
+            }
+            break
+        }
+        if let pendingClose {
+            if pendingClose.graceful { pump() }
+            teardown(reason: pendingClose.reason, graceful: pendingClose.graceful)
+            return
+        }
+        pump()
+    }
+
+    // MARK: - Write path
+
+    /// Produces output from the session (up to the high-water mark) and writes it, until the
+    /// session has nothing more or the socket would block.
+    private func pump() {
+        flushDeferred = false
+        while state == .open {
+            produce()
+            if let pendingClose {
+                if pendingClose.graceful { _ = writePending() }
+                teardown(reason: pendingClose.reason, graceful: pendingClose.graceful)
+                return
+            }
+            if pendingOutputCount == 0 { break }
+            guard writePending() else { break }
+        }
+        guard state == .open else { return }
+        setInterest(pendingOutputCount > 0 || readWantsWrite ? [.readable, .writable] : .readable)
+        if let session, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
+           pendingOutputCount == 0 {
+            teardown(reason: "HTTP/2 session finished", graceful: true)
+        }
+    }
+
+    private func produce() {
+        guard let session else { return }
+        if outputStart > 0 && outputStart * 2 >= output.count {
+            output.removeFirst(outputStart)  // the unwritten bytes move; SSL accepts a moving buffer
+            outputStart = 0
+        }
+        inSessionCall = true
+        defer { inSessionCall = false }
+        while pendingOutputCount < Self.outputHighWater {
+            var chunk: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &chunk)
+            if count < 0 {
+                pendingClose = pendingClose ?? ("HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(count))))", false)
+                return
+            }
+            guard count > 0, let chunk else { return }
+            output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
+        }
+    }
+
+    /// Writes pending output. Returns true when everything was written; false when the socket
+    /// would block or the connection failed (then it is closed).
+    private func writePending() -> Bool {
+        guard let ssl else { return false }
+        writeWantsRead = false
+        while outputStart < output.count {
+            ERR_clear_error()
+            let written = output.withUnsafeBytes { bytes in
+                // invariant: outputStart < output.count, so the buffer is non-empty.
+                SSL_write(ssl, bytes.baseAddress! + outputStart, Int32(min(bytes.count - outputStart, Int(Int32.max))))
+            }
+            if written > 0 {
+                outputStart += Int(written)
+                continue
+            }
+            switch SSL_get_error(ssl, written) {
+            case SSL_ERROR_WANT_WRITE:
+                return false
+            case SSL_ERROR_WANT_READ:
+                writeWantsRead = true
+                return false
+            default:
+                let detail = errno == 0 ? OpenSSLErrors.drain() : String(cString: strerror(errno))
+                teardown(reason: "connection lost: write failed: \(detail)", graceful: false)
+                return false
+            }
+        }
+        output.removeAll(keepingCapacity: true)
+        outputStart = 0
+        return true
+    }
+
+    // MARK: - Teardown
+
+    private func setInterest(_ newInterest: IOInterest) {
+        guard newInterest != interest, state != .closed else { return }
+        interest = newInterest
+        loop.setInterest(fd: fd, newInterest)
+    }
+
+    private func teardown(reason: String, graceful: Bool) {
+        guard state != .closed else { return }
+        let wasOpen = state == .open
+        state = .closed
+        pendingClose = nil
+        loop.unregister(fd: fd)
+        if let ssl {
+            if graceful && wasOpen {
+                ERR_clear_error()
+                _ = SSL_shutdown(ssl)  // best effort close_notify; the socket is non-blocking
+            }
+            SSL_free(ssl)
+            self.ssl = nil
+        }
+        Glibc.close(fd)
+        output = []
+        outputStart = 0
+        session = nil
+        let owner = self.owner
+        self.owner = nil
+        owner?.tlsConnection(self, didCloseWithReason: reason)
+    }
+}

@@ -1,0 +1,92 @@
+import COpenSSL
+
+/// Loading certificates and private keys into an `SSL_CTX`, shared by the client and server
+/// contexts. Cold path (context creation only).
+enum TLSCredentials {
+    /// Loads a PEM certificate chain file and a PEM private key file (optionally encrypted with
+    /// `passphrase`, supplied through a password callback) and checks that they match.
+    static func usePEM(context: OpaquePointer, certificateFile: String, privateKeyFile: String,
+                       passphrase: String?) throws {
+        guard SSL_CTX_use_certificate_chain_file(context, certificateFile) == 1 else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot load certificate \(certificateFile)")
+        }
+        guard let bio = BIO_new_file(privateKeyFile, "r") else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open private key \(privateKeyFile)")
+        }
+        defer { BIO_free(bio) }
+        let key = withPassphrase(passphrase) { userData in
+            PEM_read_bio_PrivateKey(bio, nil, userData == nil ? nil : tlsPassphraseCallback, userData)
+        }
+        guard let key else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot read private key \(privateKeyFile) (wrong passphrase?)")
+        }
+        defer { EVP_PKEY_free(key) }
+        try useKey(context: context, key: key)
+    }
+
+    /// Loads a PKCS#12 file (certificate, private key and optional chain) protected by `passphrase`.
+    static func usePKCS12(context: OpaquePointer, file: String, passphrase: String?) throws {
+        guard let bio = BIO_new_file(file, "rb") else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open PKCS#12 file \(file)")
+        }
+        defer { BIO_free(bio) }
+        guard let p12 = d2i_PKCS12_bio(bio, nil) else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot parse PKCS#12 file \(file)")
+        }
+        defer { PKCS12_free(p12) }
+        var key: OpaquePointer?
+        var certificate: OpaquePointer?
+        var chain: OpaquePointer?
+        guard PKCS12_parse(p12, passphrase ?? "", &key, &certificate, &chain) == 1,
+              let key, let certificate else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot decrypt PKCS#12 file \(file) (wrong passphrase?)")
+        }
+        defer {
+            EVP_PKEY_free(key)
+            X509_free(certificate)
+            if let chain { OPENSSL_sk_pop_free(chain, { X509_free(OpaquePointer($0)) }) }
+        }
+        guard SSL_CTX_use_certificate(context, certificate) == 1 else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot use PKCS#12 certificate")
+        }
+        if let chain {
+            for index in 0..<OPENSSL_sk_num(chain) {
+                let extra = OpaquePointer(OPENSSL_sk_value(chain, index))
+                guard apns_ssl_ctx_add1_chain_cert(context, extra) == 1 else {
+                    throw HTTP2Error.openSSL(.tlsConfiguration, "cannot use PKCS#12 chain certificate")
+                }
+            }
+        }
+        try useKey(context: context, key: key)
+    }
+
+    private static func useKey(context: OpaquePointer, key: OpaquePointer) throws {
+        guard SSL_CTX_use_PrivateKey(context, key) == 1 else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot use private key")
+        }
+        guard SSL_CTX_check_private_key(context) == 1 else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "private key does not match the certificate")
+        }
+    }
+
+    /// Runs `body` with the user data that ``tlsPassphraseCallback`` expects (nil without a passphrase).
+    static func withPassphrase<Result>(_ passphrase: String?, _ body: (UnsafeMutableRawPointer?) -> Result) -> Result {
+        guard let passphrase else { return body(nil) }
+        var bytes = Array(passphrase.utf8)
+        defer { for index in bytes.indices { bytes[index] = 0 } }
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            withUnsafeMutablePointer(to: &buffer) { pointer in body(UnsafeMutableRawPointer(pointer)) }
+        }
+    }
+}
+
+/// OpenSSL's password callback: copies the passphrase that `userData` points at (an
+/// `UnsafeMutableBufferPointer<UInt8>`, see ``TLSCredentials/withPassphrase(_:_:)``) into `buffer`.
+func tlsPassphraseCallback(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32,
+                           _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    guard let buffer, let userData else { return -1 }
+    let passphrase = userData.assumingMemoryBound(to: UnsafeMutableBufferPointer<UInt8>.self).pointee
+    let count = min(Int(size), passphrase.count)
+    for index in 0..<count { buffer[index] = CChar(bitPattern: passphrase[index]) }
+    return Int32(count)
+}

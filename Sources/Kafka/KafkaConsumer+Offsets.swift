@@ -1,0 +1,61 @@
+import CRdKafka
+import Synchronization
+
+extension KafkaConsumer {
+    /// Stores the offsets to commit next: `nextOffset` is the last processed offset + 1.
+    /// librdkafka commits them with the next auto-commit, ``commitSync()`` or ``close()``.
+    ///
+    /// Any thread. Offsets of partitions that are still assigned are stored even when others fail.
+    /// - Throws: ``KafkaError`` listing the partitions that could not be stored (e.g. no longer
+    ///   assigned), or when the consumer is closed.
+    public func storeOffsets(_ offsets: [(KafkaTopicPartition, nextOffset: Int64)]) throws {
+        guard !offsets.isEmpty else { return }
+        let list = RDKafkaTopicPartitionList(capacity: offsets.count)
+        for (partition, nextOffset) in offsets {
+            list.add(partition, offset: nextOffset)
+        }
+        try withOpenHandle { rk throws(KafkaError) in
+            let result = rd_kafka_offsets_store(rk, list.pointer)
+            if result != RD_KAFKA_RESP_ERR_NO_ERROR, result != RD_KAFKA_RESP_ERR__STATE,
+                result != RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION
+            {
+                throw KafkaError(result, context: "store offsets")
+            }
+        }
+        if let failure = KafkaConsumer.partitionFailures(list, action: "store offsets") {
+            throw failure
+        }
+    }
+
+    /// Commits the stored offsets now and waits for the broker's answer (polling thread).
+    /// Having nothing new to commit is not an error.
+    /// - Throws: ``KafkaError`` when the commit fails or the consumer is closed.
+    public func commitSync() throws {
+        guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
+        let result = rd_kafka_commit(client.pointer, nil, 0)
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR || result == RD_KAFKA_RESP_ERR__NO_OFFSET else {
+            throw KafkaError(result, context: "commit offsets")
+        }
+    }
+
+    /// Runs `body` with the handle unless the consumer is closed, holding the phase lock so
+    /// `close` waits for it. For non-blocking librdkafka calls only.
+    func withOpenHandle<R>(_ body: (OpaquePointer) throws(KafkaError) -> R) throws(KafkaError) -> R {
+        try phase.withLock { phase throws(KafkaError) -> R in
+            guard phase != .closed else { throw KafkaError.closed("Kafka consumer") }
+            return try body(client.pointer)
+        }
+    }
+
+    /// One error naming every entry of `list` whose `.err` is set, or nil.
+    static func partitionFailures(_ list: RDKafkaTopicPartitionList, action: String) -> KafkaError? {
+        let failed = RDKafkaTopicPartitionList.entries(of: list.pointer).filter { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }
+        guard let first = failed.first else { return nil }
+        let details = failed.map { "\($0.partition) (\(String(cString: rd_kafka_err2str($0.error))))" }
+        return KafkaError(
+            code: first.error.rawValue,
+            message: "\(action) failed for \(details.joined(separator: ", "))",
+            isFatal: false,
+            isRetriable: KafkaError.isRetriableCode(first.error))
+    }
+}

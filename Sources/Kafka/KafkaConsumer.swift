@@ -1,0 +1,138 @@
+import CRdKafka
+import Observability
+import Synchronization
+
+/// A member of a Kafka consumer group that stores offsets explicitly (at-least-once).
+///
+/// Threading: one thread owns the consumer and calls ``poll(maxMessages:timeoutMilliseconds:)``,
+/// ``commitSync()`` and ``close()``; ``storeOffsets(_:)``, ``pause(_:)``, ``resume(_:)`` and
+/// ``assignment()`` may be called from any thread.
+public final class KafkaConsumer: @unchecked Sendable {
+    enum Phase {
+        case open, closing, closed
+    }
+
+    let client: RDKafkaClient
+    let logger: Logger
+    /// Guards the phase; calls from any thread run their (non-blocking) C call under it, so
+    /// `close` cannot destroy the handle under them.
+    let phase = Mutex(Phase.open)
+    /// The last topic handle seen by `poll` and its name (polling thread only).
+    private var topicName: (handle: OpaquePointer?, name: String) = (nil, "")
+
+    /// Joins `groupID` and subscribes to `topics`.
+    ///
+    /// Sets `enable.auto.offset.store=false`, `partition.assignment.strategy=cooperative-sticky`,
+    /// `auto.offset.reset=earliest`, `enable.auto.commit=true` (librdkafka commits the offsets
+    /// stored with ``storeOffsets(_:)`` every `auto.commit.interval.ms`) and
+    /// `enable.partition.eof=false`; `properties` are applied after them.
+    /// - Throws: ``KafkaError`` naming a rejected property (never its value), also when
+    ///   `properties` try to turn `enable.auto.offset.store` on.
+    public init(
+        bootstrapServers: String, groupID: String, topics: [String], properties: [String: String], logger: Logger
+    ) throws {
+        if let autoStore = properties["enable.auto.offset.store"], !["false", "f", "0"].contains(autoStore.lowercased()) {
+            throw KafkaError.configuration(
+                "Kafka consumer property \"enable.auto.offset.store\" must stay false: offsets are stored only "
+                    + "after their records were processed")
+        }
+        let enforced: [(name: String, value: String)] = [
+            ("bootstrap.servers", bootstrapServers),
+            ("group.id", groupID),
+            ("enable.auto.offset.store", "false"),
+            ("partition.assignment.strategy", "cooperative-sticky"),
+            ("auto.offset.reset", "earliest"),
+            ("enable.auto.commit", "true"),
+            ("enable.partition.eof", "false"),
+        ]
+        let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
+        client = try RDKafkaClient(
+            kind: .consumer, properties: enforced + passedThrough, context: RDKafkaClientContext(logger: logger))
+        self.logger = logger
+        // Everything (rebalances, errors, logs forwarded by librdkafka) is served by consumer_poll.
+        let redirect = rd_kafka_poll_set_consumer(client.pointer)
+        guard redirect == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            client.destroy()
+            throw KafkaError(redirect, context: "rd_kafka_poll_set_consumer")
+        }
+        if !topics.isEmpty {
+            let subscription = RDKafkaTopicPartitionList(
+                topics.map { KafkaTopicPartition(topic: $0, partition: apnsb_rd_kafka_partition_ua()) })
+            let result = rd_kafka_subscribe(client.pointer, subscription.pointer)
+            guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                _ = rd_kafka_consumer_close(client.pointer)
+                client.destroy()
+                throw KafkaError(result, context: "subscribe to \(topics.joined(separator: ","))")
+            }
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Called on the polling thread inside ``poll(maxMessages:timeoutMilliseconds:)`` (and
+    /// ``close()``): before partitions are unassigned for `.revoked`/`.lost`, after they are
+    /// assigned for `.assigned`. Keep it short; it may call ``storeOffsets(_:)``.
+    public var rebalanceHandler: (@Sendable (KafkaRebalanceEvent) -> Void)? {
+        get { client.context.rebalanceHandler.withLock { $0 } }
+        set { client.context.rebalanceHandler.withLock { $0 = newValue } }
+    }
+
+    /// Returns up to `maxMessages` records: waits up to `timeoutMilliseconds` for the first, then
+    /// takes only what is already fetched. Serves rebalances and errors meanwhile.
+    ///
+    /// `rd_kafka_consume_batch_queue` was not used: in librdkafka 2.0.2 it waits for the whole
+    /// timeout unless the batch fills, which delays small batches.
+    /// - Throws: ``KafkaError`` when the consumer is closed or hit a fatal error; transient
+    ///   errors (broker down, unknown topic) are logged and skipped.
+    public func poll(maxMessages: Int, timeoutMilliseconds: Int32) throws -> [KafkaMessage] {
+        guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
+        var messages: [KafkaMessage] = []
+        messages.reserveCapacity(min(maxMessages, 1024))
+        var timeout = timeoutMilliseconds
+        while messages.count < maxMessages {
+            guard let message = rd_kafka_consumer_poll(client.pointer, timeout) else { break }
+            timeout = 0
+            defer { rd_kafka_message_destroy(message) }
+            let code = message.pointee.err
+            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                if code == RD_KAFKA_RESP_ERR__FATAL {
+                    throw client.fatalError() ?? KafkaError(code)
+                }
+                let reason = rd_kafka_message_errstr(message).map { String(cString: $0) } ?? ""
+                logger.warning("consumer error", metadata: [
+                    "error": KafkaError.name(of: code.rawValue), "reason": reason,
+                    "partition": "\(message.pointee.partition)",
+                ])
+                continue
+            }
+            messages.append(KafkaMessage(message, topicName: &topicName))
+        }
+        if let fatal = client.context.fatalError.withLock({ $0 }) {
+            throw fatal
+        }
+        return messages
+    }
+
+    /// Commits the stored offsets, leaves the group (revocations reach ``rebalanceHandler``)
+    /// and destroys the consumer. Idempotent; call from the polling thread or after it stopped.
+    public func close() {
+        let shouldClose = phase.withLock { phase -> Bool in
+            guard phase == .open else { return false }
+            phase = .closing
+            return true
+        }
+        guard shouldClose else { return }
+        let commit = rd_kafka_commit(client.pointer, nil, 0)
+        if commit != RD_KAFKA_RESP_ERR_NO_ERROR, commit != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            logger.warning("final offset commit failed", metadata: ["error": KafkaError(commit).description])
+        }
+        let result = rd_kafka_consumer_close(client.pointer)
+        if result != RD_KAFKA_RESP_ERR_NO_ERROR {
+            logger.warning("consumer close failed", metadata: ["error": KafkaError(result).description])
+        }
+        phase.withLock { $0 = .closed }
+        client.destroy()
+    }
+}

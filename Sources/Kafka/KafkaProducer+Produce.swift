@@ -1,0 +1,87 @@
+import CRdKafka
+
+/// Points at a readable byte for empty (not null) keys and values: librdkafka reads a NULL
+/// pointer as a null key or value.
+nonisolated(unsafe) private let emptyBytes: UnsafeMutableRawPointer = .allocate(byteCount: 1, alignment: 1)
+
+/// The result of one `rd_kafka_produceva` call.
+enum ProduceOutcome: Sendable {
+    case accepted
+    case queueFull
+    case failed(KafkaError)
+}
+
+extension KafkaProducer {
+    /// One `rd_kafka_produceva` call with RD_KAFKA_MSG_F_COPY. Builds the argument array and
+    /// the header names/values in stack-backed temporary buffers: no heap allocation for
+    /// native Swift strings and a few small headers.
+    func produceOnce(
+        topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])], tag: UInt64
+    ) -> ProduceOutcome {
+        let rk = clientPointer
+        var headerBytes = 0
+        for header in headers {
+            headerBytes += header.name.utf8.count + 1 + header.value.count
+        }
+        let argumentCount = 4 + (key == nil ? 0 : 1) + headers.count
+        return topic.withCString { topicName in
+            value.withUnsafeBytes { valueBytes in
+                KafkaProducer.withOptionalBytes(key) { keyBytes in
+                    withUnsafeTemporaryAllocation(byteCount: max(headerBytes, 1), alignment: 1) { headerBuffer in
+                        withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: argumentCount) { arguments in
+                            var index = 0
+                            func append(_ argument: rd_kafka_vu_t) {
+                                arguments.initializeElement(at: index, to: argument)
+                                index += 1
+                            }
+                            append(apnsb_rd_kafka_vu_topic(topicName))
+                            append(apnsb_rd_kafka_vu_value(valueBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), valueBytes.count))
+                            if let keyBytes {
+                                append(apnsb_rd_kafka_vu_key(keyBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), keyBytes.count))
+                            }
+                            append(apnsb_rd_kafka_vu_opaque(tag))
+                            append(apnsb_rd_kafka_vu_msgflags(apnsb_rd_kafka_msg_f_copy()))
+                            var offset = 0
+                            for header in headers {
+                                let nameStart = offset
+                                for byte in header.name.utf8 {
+                                    headerBuffer[offset] = byte
+                                    offset += 1
+                                }
+                                headerBuffer[offset] = 0
+                                offset += 1
+                                let valueStart = offset
+                                header.value.withUnsafeBytes { bytes in
+                                    if let base = bytes.baseAddress, bytes.count > 0 {
+                                        (headerBuffer.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)  // invariant: allocation is non-empty
+                                    }
+                                }
+                                offset += header.value.count
+                                let base = headerBuffer.baseAddress!  // invariant: allocation is non-empty
+                                append(apnsb_rd_kafka_vu_header(
+                                    (base + nameStart).assumingMemoryBound(to: CChar.self),
+                                    base + valueStart,
+                                    header.value.count))
+                            }
+                            defer { arguments.baseAddress!.deinitialize(count: index) }  // invariant: capacity >= 4
+                            guard let error = rd_kafka_produceva(rk, arguments.baseAddress, index) else {
+                                return .accepted
+                            }
+                            if rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR__QUEUE_FULL {
+                                rd_kafka_error_destroy(error)
+                                return .queueFull
+                            }
+                            return .failed(KafkaError(consuming: error, context: "produce to \(topic) failed"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `body` with the bytes of `bytes`, or nil when `bytes` is nil.
+    private static func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        guard let bytes else { return body(nil) }
+        return bytes.withUnsafeBytes { body($0) }
+    }
+}

@@ -1,0 +1,91 @@
+import CRdKafka
+import Observability
+import Synchronization
+
+/// librdkafka's built-in mock Kafka cluster, listening on 127.0.0.1, for tests, the demo and
+/// the benchmark.
+///
+/// It supports producing (also idempotent and transactional), consumer groups and offset
+/// commits. In librdkafka 2.0.2 it keeps at most 5 MB or 100,000 records per partition and
+/// drops the oldest beyond that.
+public final class MockKafkaCluster: @unchecked Sendable {
+    /// Kafka protocol ApiKeys for ``pushRequestErrors(apiKey:errors:)``.
+    public enum APIKey {
+        public static let produce: Int16 = 0
+        public static let fetch: Int16 = 1
+        public static let offsetCommit: Int16 = 8
+        public static let offsetFetch: Int16 = 9
+        public static let findCoordinator: Int16 = 10
+        public static let joinGroup: Int16 = 11
+        public static let heartbeat: Int16 = 12
+        public static let syncGroup: Int16 = 14
+    }
+
+    /// The handle librdkafka requires to own the cluster; it is otherwise unused.
+    private let owner: RDKafkaClient
+    private let cluster: OpaquePointer
+    /// Set by `close`; calls check it under the lock so none runs on a destroyed cluster.
+    private let isClosed = Mutex(false)
+    /// The `bootstrap.servers` value that reaches the mock brokers.
+    public let bootstrapServers: String
+
+    /// Starts a cluster of `brokers` brokers (ids 1...brokers).
+    public init(brokers: Int = 1) throws {
+        let context = RDKafkaClientContext(logger: Logger(label: "kafka.mock"))
+        // No bootstrap.servers: this handle never connects. Only warnings and errors are logged.
+        owner = try RDKafkaClient(kind: .producer, properties: [("log_level", "4")], context: context)
+        guard let created = rd_kafka_mock_cluster_new(owner.pointer, Int32(clamping: brokers)) else {
+            owner.destroy()
+            throw KafkaError(code: KafkaError.Code.invalidArgument, message: "could not start the mock Kafka cluster")
+        }
+        cluster = created
+        bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(created))
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Creates `name` with `partitions` partitions (replication factor 1).
+    public func createTopic(_ name: String, partitions: Int32) throws {
+        let result = try withCluster { rd_kafka_mock_topic_create($0, name, partitions, 1) }
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "create topic \(name)") }
+    }
+
+    /// Disconnects broker `id` and refuses new connections (leadership does not move).
+    public func setBrokerDown(_ id: Int32) {
+        _ = try? withCluster { rd_kafka_mock_broker_set_down($0, id) }
+    }
+
+    /// Lets broker `id` accept connections again.
+    public func setBrokerUp(_ id: Int32) {
+        _ = try? withCluster { rd_kafka_mock_broker_set_up($0, id) }
+    }
+
+    /// Makes the next `errors.count` requests with `apiKey` fail with these error codes, in
+    /// order (``KafkaError/Code`` has common ones).
+    public func pushRequestErrors(apiKey: Int16, errors: [Int32]) {
+        let codes = errors.map { rd_kafka_resp_err_t(rawValue: $0) }
+        codes.withUnsafeBufferPointer { buffer in
+            _ = try? withCluster { rd_kafka_mock_push_request_errors_array($0, apiKey, buffer.count, buffer.baseAddress) }
+        }
+    }
+
+    /// Stops the brokers. Idempotent; clients still connected see their connections fail.
+    public func close() {
+        let wasOpen = isClosed.withLock { isClosed -> Bool in
+            defer { isClosed = true }
+            return !isClosed
+        }
+        guard wasOpen else { return }
+        rd_kafka_mock_cluster_destroy(cluster)
+        owner.destroy()
+    }
+
+    private func withCluster<R>(_ body: (OpaquePointer) -> R) throws -> R {
+        try isClosed.withLock { isClosed in
+            guard !isClosed else { throw KafkaError.closed("mock Kafka cluster") }
+            return body(cluster)
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import CRdKafka
+import Observability
+
+/// Owns one `rd_kafka_t` and the ``RDKafkaClientContext`` its callbacks use.
+///
+/// The context is retained for as long as the handle exists: librdkafka may call `log_cb` from
+/// its own threads until `rd_kafka_destroy` returns.
+final class RDKafkaClient: @unchecked Sendable {
+    /// Producer or consumer.
+    enum Kind {
+        case producer, consumer
+
+        var cType: rd_kafka_type_t { self == .producer ? RD_KAFKA_PRODUCER : RD_KAFKA_CONSUMER }
+    }
+
+    /// The handle. Valid until ``destroy()``.
+    let pointer: OpaquePointer
+    /// What the callbacks reach through the opaque.
+    let context: RDKafkaClientContext
+    private let retainedContext: Unmanaged<RDKafkaClientContext>
+    private var isDestroyed = false
+
+    /// Creates a client from `properties`, applied in order, and registers the callbacks.
+    ///
+    /// - Throws: ``KafkaError`` naming the property that librdkafka rejected (never its value),
+    ///   or librdkafka's reason when `rd_kafka_new` fails.
+    init(kind: Kind, properties: [(name: String, value: String)], context: RDKafkaClientContext) throws {
+        // invariant: rd_kafka_conf_new only returns NULL when out of memory.
+        let conf = rd_kafka_conf_new()!
+        do {
+            try RDKafkaClient.apply(properties, to: conf)
+        } catch {
+            rd_kafka_conf_destroy(conf)
+            throw error
+        }
+        let retained = Unmanaged.passRetained(context)
+        rd_kafka_conf_set_opaque(conf, retained.toOpaque())
+        RDKafkaClient.registerCallbacks(kind: kind, on: conf)
+
+        var errorText = [CChar](repeating: 0, count: 512)
+        // rd_kafka_new takes ownership of conf only when it succeeds.
+        guard let handle = rd_kafka_new(kind.cType, conf, &errorText, errorText.count) else {
+            rd_kafka_conf_destroy(conf)
+            retained.release()
+            throw KafkaError.configuration("could not create the Kafka client: \(String(cBuffer: errorText))")
+        }
+        pointer = handle
+        self.context = context
+        retainedContext = retained
+    }
+
+    deinit {
+        destroy()
+    }
+
+    /// `rd_kafka_destroy`, then releases the context. Idempotent; call from one thread.
+    func destroy() {
+        guard !isDestroyed else { return }
+        isDestroyed = true
+        rd_kafka_destroy(pointer)
+        retainedContext.release()
+    }
+
+    /// The fatal error librdkafka raised on this client, if any (`rd_kafka_fatal_error`).
+    func fatalError() -> KafkaError? {
+        var text = [CChar](repeating: 0, count: 512)
+        let code = rd_kafka_fatal_error(pointer, &text, text.count)
+        guard code != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
+        return KafkaError(code: code.rawValue, message: String(cBuffer: text), isFatal: true, isRetriable: false)
+    }
+
+    /// Sets each property with `rd_kafka_conf_set`.
+    private static func apply(_ properties: [(name: String, value: String)], to conf: OpaquePointer) throws {
+        var errorText = [CChar](repeating: 0, count: 512)
+        for (name, value) in properties {
+            let result = rd_kafka_conf_set(conf, name, value, &errorText, errorText.count)
+            switch result {
+            case RD_KAFKA_CONF_OK:
+                continue
+            case RD_KAFKA_CONF_UNKNOWN:
+                throw KafkaError.configuration("unknown Kafka configuration property \"\(name)\"")
+            default:
+                // librdkafka's text quotes the value, which may be a secret (sasl.password): not shown.
+                throw KafkaError.configuration("invalid value for Kafka configuration property \"\(name)\"")
+            }
+        }
+    }
+}
+
+extension String {
+    /// A string from a NUL-terminated C buffer.
+    init(cBuffer buffer: [CChar]) {
+        self = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }  // invariant: non-empty buffer
+    }
+}

@@ -1,0 +1,92 @@
+import Testing
+import YAML
+
+@Suite struct YAMLParserTests {
+    @Test func parsesNestedBlockAndFlowCollectionsWithPositions() throws {
+        let text = """
+        kafka:
+          brokers: localhost:9092
+          topics: [a, "b"]
+        apps:
+          - name: chat
+            n: 3
+        """
+        let root = try #require(try YAMLParser.parse(text))
+        guard case .mapping(let entries, let position) = root else {
+            Issue.record("expected a mapping")
+            return
+        }
+        #expect(position == YAMLPosition(line: 1, column: 1))
+        #expect(entries.map { $0.key.scalarValue } == ["kafka", "apps"])
+        let brokers = try #require(root["kafka"]?["brokers"])
+        #expect(brokers == .scalar(value: "localhost:9092", style: .plain, position: YAMLPosition(line: 2, column: 12)))
+        guard case .sequence(let topics, _)? = root["kafka"]?["topics"] else {
+            Issue.record("expected a sequence")
+            return
+        }
+        #expect(topics.map(\.scalarValue) == ["a", "b"])
+        if case .scalar(_, let style, _) = topics[1] { #expect(style == .quoted) }
+        guard case .sequence(let apps, _)? = root["apps"] else {
+            Issue.record("expected a sequence")
+            return
+        }
+        #expect(apps[0]["name"]?.scalarValue == "chat")
+        #expect(apps[0]["n"]?.line == 6)
+    }
+
+    @Test func emptyInputHasNoDocument() throws {
+        #expect(try YAMLParser.parse("") == nil)
+        #expect(try YAMLParser.parse("# only a comment\n") == nil)
+    }
+
+    @Test func nullScalars() throws {
+        let root = try #require(try YAMLParser.parse("a:\nb: ~\nc: null\nd: 'null'\n"))
+        #expect(root["a"]?.isNull == true)
+        #expect(root["b"]?.isNull == true)
+        #expect(root["c"]?.isNull == true)
+        #expect(root["d"]?.isNull == false)
+    }
+
+    @Test func syntaxErrorsCarryLineAndColumn() {
+        #expect {
+            _ = try YAMLParser.parse("a: 1\nb: [1, 2\nc: 3\n")
+        } throws: { error in
+            guard let error = error as? YAMLError else { return false }
+            return error.line >= 2 && error.column >= 1 && !error.problem.isEmpty
+                && error.description.hasPrefix("line \(error.line), column \(error.column): ")
+        }
+        #expect(throws: YAMLError.self) { _ = try YAMLParser.parse("a: b: c") }
+        #expect(throws: YAMLError.self) { _ = try YAMLParser.parse("\"unterminated") }
+    }
+
+    @Test func duplicateKeysAreRejectedWithPosition() {
+        do {
+            _ = try YAMLParser.parse("a: 1\nb: 2\na: 3\n")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.line == 3)
+            #expect(error.column == 1)
+            #expect(error.problem.contains("duplicate mapping key \"a\""))
+        }
+    }
+
+    @Test func anchorsAliasesAndComplexKeysAreRejected() {
+        #expect(throws: YAMLError.self) { _ = try YAMLParser.parse("a: &x 1\nb: *x\n") }
+        #expect(throws: YAMLError.self) { _ = try YAMLParser.parse("a: &x [1]\n") }
+        #expect(throws: YAMLError.self) { _ = try YAMLParser.parse("? [a, b]\n: 1\n") }
+        #expect(throws: YAMLError.self) { _ = try YAMLParser.parse("a: 1\n---\nb: 2\n") }
+    }
+
+    @Test func deepNestingIsAnErrorNotACrash() {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect(throws: YAMLError.self) { _ = try YAMLParser.parse(deep) }
+        let ok = String(repeating: "[", count: 50) + String(repeating: "]", count: 50)
+        #expect(throws: Never.self) { _ = try YAMLParser.parse(ok) }
+    }
+
+    @Test func unicodeAndBlockScalars() throws {
+        let root = try #require(try YAMLParser.parse("name: \"caf\\u00e9 ☕\"\ntext: |\n  line1\n  line2\n"))
+        #expect(root["name"]?.scalarValue == "café ☕")
+        #expect(root["text"]?.scalarValue == "line1\nline2\n")
+    }
+}

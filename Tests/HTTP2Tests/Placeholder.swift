@@ -1,3 +1,0 @@
-import Testing
-
-@Test func placeholderHTTP2Tests() { #expect(Bool(true)) }
