@@ -13,6 +13,8 @@ private final class ClientProbe: HTTP2ClientConnectionDelegate, @unchecked Senda
     private var results: Results = [:]
     private var connection: HTTP2ClientConnection?
     private var continuation: CheckedContinuation<(Results, String), Never>?
+    /// The last SETTINGS_MAX_CONCURRENT_STREAMS the server announced (read after `run` returns).
+    private(set) var announcedMaxConcurrentStreams = 0
 
     init(requests: [HTTP2Request]) {
         self.requests = requests
@@ -41,7 +43,9 @@ private final class ClientProbe: HTTP2ClientConnectionDelegate, @unchecked Senda
         if results.count == requests.count { connection.close() }
     }
 
-    func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {}
+    func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {
+        announcedMaxConcurrentStreams = maxConcurrentStreams
+    }
 
     func connectionDidClose(_ connection: HTTP2ClientConnection, reason: String) {
         self.connection = nil
@@ -96,6 +100,7 @@ private final class ClientProbe: HTTP2ClientConnectionDelegate, @unchecked Senda
         let tls = try TLSClientContext(TLSClientConfiguration(caFile: credentials.caFile))
         let (results, _) = await probe.run(host: "127.0.0.1", port: simulator.port, tls: tls, loop: group.next())
         try #require(results.count == requests.count)
+        #expect(probe.announcedMaxConcurrentStreams == 1000)
 
         func response(_ tag: UInt64) throws -> APNsResponse {
             let answer = try #require(try results[tag]?.get())
