@@ -182,7 +182,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 return
             }
             if let session { _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue) }
-            connection.flush()
             connection.close(reason: "connection closed by client", graceful: true)
         }
     }

@@ -111,11 +111,16 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     /// Closes the connection. `graceful` first writes what is pending (e.g. a GOAWAY) if the
     /// socket takes it right away, and sends a TLS close_notify.
     func close(reason: String, graceful: Bool) {
-        if inSessionCall {
-            if pendingClose == nil { pendingClose = (reason, graceful) }
-            return
+        guard state != .closed else { return }
+        if pendingClose == nil { pendingClose = (reason, graceful) }
+        if inSessionCall { return }
+        // invariant: set just above if it was nil.
+        let close = pendingClose!
+        if close.graceful && state == .open {
+            pump()  // produces and writes what it can, then tears down with the pending reason
+        } else {
+            teardown(reason: close.reason, graceful: close.graceful)
         }
-        teardown(reason: reason, graceful: graceful)
     }
 
     // MARK: - Events
