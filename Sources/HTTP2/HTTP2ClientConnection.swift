@@ -50,6 +50,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var session: OpaquePointer?
     var streams: [Int32: Stream] = [:]
     var goAwayLastStreamID = Int32.max
+    var goAwayErrorCode: UInt32?
+    var lastProtocolError: String?
     private var connection: TLSConnection?
     private var addresses: [SocketAddress] = []
     private var nextAddressIndex = 0
@@ -309,6 +311,16 @@ extension HTTP2ClientConnection: TLSConnectionOwner {
         if state == .connecting && reason.hasPrefix(TLSConnection.connectFailedPrefix) && nextAddressIndex < addresses.count {
             lastConnectError = reason
             connectNextAddress()
+            return
+        }
+        if reason == TLSConnection.sessionFinishedReason {
+            if let lastProtocolError {
+                finish(reason: "HTTP/2 protocol error: \(lastProtocolError)")
+            } else if let goAwayErrorCode {
+                finish(reason: "server sent GOAWAY (error code \(goAwayErrorCode))")
+            } else {
+                finish(reason: reason)
+            }
             return
         }
         finish(reason: reason)

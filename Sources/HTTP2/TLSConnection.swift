@@ -35,6 +35,8 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     static let outputHighWater = 1 << 20
     /// The start of the close reason when the TCP connect itself failed.
     static let connectFailedPrefix = "connect failed: "
+    /// The close reason when nghttp2 wants neither to read nor to write any more.
+    static let sessionFinishedReason = "HTTP/2 session finished"
 
     let loop: EventLoop
     /// The owner's nghttp2 session, set after the handshake.
@@ -266,7 +268,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
         setInterest(pendingOutputCount > 0 || readWantsWrite ? [.readable, .writable] : .readable)
         if let session, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
            pendingOutputCount == 0 {
-            teardown(reason: "HTTP/2 session finished", graceful: true)
+            teardown(reason: Self.sessionFinishedReason, graceful: true)
         }
     }
 
