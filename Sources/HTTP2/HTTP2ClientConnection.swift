@@ -246,12 +246,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 return
             }
         }
-        if !streams.isEmpty, let session {
+        if !streams.isEmpty {
             for (streamID, stream) in streams where now - stream.startedAt >= streamTimeoutNanoseconds {
                 expiredScratch.append(streamID)
             }
             if !expiredScratch.isEmpty {
                 for streamID in expiredScratch {
+                    // The delegate may close the connection from inside this loop.
+                    guard state != .closed, let session else { break }
                     guard let stream = streams.removeValue(forKey: streamID) else { continue }
                     _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
                                                   NGHTTP2_CANCEL.rawValue)

@@ -169,4 +169,30 @@ final class RequestPump: @unchecked Sendable {
         }
         try await client.stop()
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func largeBodiesAreEchoedAndOversizedOnesReset() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        #expect(try await client.connect())
+        let large = (0..<(600 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        for tag in UInt64(1)...4 {
+            #expect(await client.submit(HTTP2Request(path: "/echo/\(tag)", headers: [], body: large), tag: tag))
+        }
+        let oversized = [UInt8](repeating: 1, count: 1_536 * 1024)
+        #expect(await client.submit(HTTP2Request(path: "/echo/5", headers: [], body: oversized), tag: 5))
+        #expect(try await eventually { client.delegate.finishCount == 5 })
+        for tag in UInt64(1)...4 {
+            guard case .success(let response)? = client.delegate.result(tag) else {
+                Issue.record("large stream \(tag) failed: \(String(describing: client.delegate.result(tag)))")
+                continue
+            }
+            #expect(response.body == large)
+        }
+        #expect(client.delegate.failure(5) == .reset(code: 0xb))  // ENHANCE_YOUR_CALM
+        try await client.stop()
+    }
 }
