@@ -157,7 +157,7 @@ extension HTTP2ClientConnection {
     }
 
     private func peerMaxConcurrentStreamsDidChange(_ value: Int) {
-        setPeerMaxConcurrentStreams(value)
+        peerMaxConcurrentStreams = value
         delegate?.connectionDidUpdateSettings(self, maxConcurrentStreams: value)
         if state == .waitingForSettings {
             state = .ready

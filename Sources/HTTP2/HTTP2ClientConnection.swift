@@ -59,7 +59,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var startedAt: UInt64 = 0
     private var sweepTimer: EventLoopTimer?
     private var expiredScratch: [Int32] = []
-    private var peerMaxConcurrentStreams = 100
+    var peerMaxConcurrentStreams = 100
 
     /// Creates an idle connection; `start()` connects.
     ///
@@ -92,10 +92,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     /// How many more streams `submit` would accept now.
     public var availableStreams: Int { isReady ? max(0, peerMaxConcurrentStreams - streams.count) : 0 }
-
-    func setPeerMaxConcurrentStreams(_ value: Int) {
-        peerMaxConcurrentStreams = value
-    }
 
     /// Resolves the host (off-loop for names), connects without blocking, and runs the TLS
     /// handshake (SNI, host verification, ALPN "h2" required).

@@ -40,6 +40,7 @@ final class RequestPump: @unchecked Sendable {
         let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 100)
         defer { server.stop() }
         let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         let pump = RequestPump(total: 2000)
         client.delegate.onReady = { pump.fill($0) }
         client.delegate.onFinish = { pump.fill($0) }
@@ -71,6 +72,7 @@ final class RequestPump: @unchecked Sendable {
         defer { server.stop() }
         let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration),
                                     streamTimeoutNanoseconds: 200_000_000)
+        defer { client.loop.shutdown() }
         #expect(try await client.connect())
 
         #expect(await client.submit(testRequest(tag: 1, path: "/never"), tag: 1))
@@ -97,6 +99,7 @@ final class RequestPump: @unchecked Sendable {
         let server = try TestServer(tls: try credentials.serverContext())
         defer { server.stop() }
         let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect())
         for tag in UInt64(1)...3 {
             #expect(await client.submit(testRequest(tag: tag, path: "/never"), tag: tag))
@@ -127,6 +130,7 @@ final class RequestPump: @unchecked Sendable {
         let server = try TestServer(tls: try credentials.serverContext())
         defer { server.stop() }
         let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect())
         #expect(await client.submit(testRequest(tag: 1, path: "/never"), tag: 1))
         #expect(await client.submit(testRequest(tag: 2, path: "/never"), tag: 2))
@@ -145,6 +149,7 @@ final class RequestPump: @unchecked Sendable {
         let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 100)
         defer { server.stop() }
         let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect())
 
         server.server.setMaxConcurrentStreams(5)
@@ -177,6 +182,7 @@ final class RequestPump: @unchecked Sendable {
         let server = try TestServer(tls: try credentials.serverContext())
         defer { server.stop() }
         let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect())
         let large = (0..<(600 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         for tag in UInt64(1)...4 {

@@ -15,6 +15,7 @@ import Testing
         defer { server.stop() }
         // System roots only: the generated CA is unknown.
         let client = try TestClient(port: server.port, tls: try TLSClientContext(TLSClientConfiguration()))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect() == false)
         let reason = try #require(client.delegate.closeReason)
         #expect(reason.contains("certificate verification failed"))
@@ -30,6 +31,7 @@ import Testing
         defer { server.stop() }
         let client = try TestClient(host: "127.0.0.1", port: server.port,
                                     tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect() == false)
         let reason = try #require(client.delegate.closeReason)
         #expect(reason.contains("certificate verification failed"))
@@ -45,6 +47,7 @@ import Testing
         defer { server.stop() }
         let client = try TestClient(host: "localhost", port: server.port,
                                     tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect() == false)
         let reason = try #require(client.delegate.closeReason)
         #expect(reason.contains("certificate verification failed"))
@@ -58,6 +61,7 @@ import Testing
         defer { credentials.remove() }
         let peer = try RawTLSServer(credentials: credentials, offerALPN: false, payload: [])
         let client = try TestClient(port: peer.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect() == false)
         #expect(client.delegate.closeReason?.contains("ALPN did not negotiate h2") == true)
         client.loop.shutdown()
@@ -73,6 +77,7 @@ import Testing
         payload += (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }
         let peer = try RawTLSServer(credentials: credentials, offerALPN: true, payload: payload)
         let client = try TestClient(port: peer.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         client.delegate.onReady = { connection in
             _ = connection.submit(testRequest(tag: 1), tag: 1)
             connection.flush()
@@ -102,6 +107,7 @@ import Testing
         #expect(try rawTLSClientSendsGarbage(port: server.port, credentials: credentials, payload: garbage))
 
         let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect())
         #expect(await client.submit(testRequest(tag: 7), tag: 7))
         #expect(try await eventually { client.delegate.result(7) != nil })
@@ -135,6 +141,7 @@ import Testing
             configuration.pkcs12File = path
         }
         let client = try TestClient(port: server.port, tls: try TLSClientContext(configuration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect())
         #expect(await client.submit(testRequest(tag: 3), tag: 3))
         #expect(try await eventually { client.delegate.result(3) != nil })
@@ -153,6 +160,7 @@ import Testing
         let server = try TestServer(tls: try credentials.serverContext(requireClientCertificates: true))
         defer { server.stop() }
         let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
         #expect(try await client.connect() == false)
         #expect(client.delegate.closeReason != nil)
         client.loop.shutdown()
