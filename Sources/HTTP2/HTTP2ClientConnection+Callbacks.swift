@@ -47,6 +47,32 @@ func clientOnStreamClose(_ session: OpaquePointer?, _ streamID: Int32, _ errorCo
     return 0
 }
 
+/// Called when nghttp2 detects a protocol violation by the peer (it then resets the stream or
+/// terminates the session): remembered as the close reason.
+func clientOnError(_ session: OpaquePointer?, _ libraryErrorCode: Int32, _ message: UnsafePointer<CChar>?,
+                   _ length: Int, _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    guard let message else { return 0 }
+    let text = UnsafeRawBufferPointer(start: message, count: length)
+    clientConnection(userData).lastProtocolError = String(decoding: text, as: UTF8.self)
+    return 0
+}
+
+/// Called after a frame was serialized. A GOAWAY with an error code means nghttp2 terminated
+/// the session because of the peer: its text becomes the close reason.
+func clientOnFrameSend(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?,
+                       _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    guard let frame, UInt32(frame.pointee.hd.type) == NGHTTP2_GOAWAY.rawValue else { return 0 }
+    let goAway = frame.pointee.goaway
+    guard goAway.error_code != NGHTTP2_NO_ERROR.rawValue else { return 0 }
+    var text = String(cString: nghttp2_http2_strerror(goAway.error_code))
+    if let data = goAway.opaque_data, goAway.opaque_data_len > 0 {
+        text += ": " + String(decoding: UnsafeBufferPointer(start: data, count: goAway.opaque_data_len), as: UTF8.self)
+    }
+    let connection = clientConnection(userData)
+    connection.lastProtocolError = connection.lastProtocolError ?? text
+    return 0
+}
+
 /// The request body's data source: copies the next bytes of the stream's `[UInt8]`.
 func clientReadRequestBody(_ session: OpaquePointer?, _ streamID: Int32, _ buffer: UnsafeMutablePointer<UInt8>?,
                            _ length: Int, _ dataFlags: UnsafeMutablePointer<UInt32>?,
@@ -93,6 +119,7 @@ extension HTTP2ClientConnection {
             peerMaxConcurrentStreamsDidChange(Int(min(value, UInt32(Int32.max))))
         case NGHTTP2_GOAWAY.rawValue:
             goAwayLastStreamID = frame.pointee.goaway.last_stream_id
+            goAwayErrorCode = frame.pointee.goaway.error_code
             if state == .ready || state == .waitingForSettings { state = .goingAway }
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
             if header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
@@ -130,7 +157,7 @@ extension HTTP2ClientConnection {
     }
 
     private func peerMaxConcurrentStreamsDidChange(_ value: Int) {
-        setPeerMaxConcurrentStreams(value)
+        peerMaxConcurrentStreams = value
         delegate?.connectionDidUpdateSettings(self, maxConcurrentStreams: value)
         if state == .waitingForSettings {
             state = .ready

@@ -50,6 +50,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var session: OpaquePointer?
     var streams: [Int32: Stream] = [:]
     var goAwayLastStreamID = Int32.max
+    var goAwayErrorCode: UInt32?
+    var lastProtocolError: String?
     private var connection: TLSConnection?
     private var addresses: [SocketAddress] = []
     private var nextAddressIndex = 0
@@ -57,7 +59,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var startedAt: UInt64 = 0
     private var sweepTimer: EventLoopTimer?
     private var expiredScratch: [Int32] = []
-    private var peerMaxConcurrentStreams = 100
+    var peerMaxConcurrentStreams = 100
 
     /// Creates an idle connection; `start()` connects.
     ///
@@ -90,10 +92,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     /// How many more streams `submit` would accept now.
     public var availableStreams: Int { isReady ? max(0, peerMaxConcurrentStreams - streams.count) : 0 }
-
-    func setPeerMaxConcurrentStreams(_ value: Int) {
-        peerMaxConcurrentStreams = value
-    }
 
     /// Resolves the host (off-loop for names), connects without blocking, and runs the TLS
     /// handshake (SNI, host verification, ALPN "h2" required).
@@ -182,7 +180,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 return
             }
             if let session { _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue) }
-            connection.flush()
             connection.close(reason: "connection closed by client", graceful: true)
         }
     }
@@ -245,12 +242,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 return
             }
         }
-        if !streams.isEmpty, let session {
+        if !streams.isEmpty {
             for (streamID, stream) in streams where now - stream.startedAt >= streamTimeoutNanoseconds {
                 expiredScratch.append(streamID)
             }
             if !expiredScratch.isEmpty {
                 for streamID in expiredScratch {
+                    // The delegate may close the connection from inside this loop.
+                    guard state != .closed, let session else { break }
                     guard let stream = streams.removeValue(forKey: streamID) else { continue }
                     _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
                                                   NGHTTP2_CANCEL.rawValue)
@@ -310,6 +309,16 @@ extension HTTP2ClientConnection: TLSConnectionOwner {
         if state == .connecting && reason.hasPrefix(TLSConnection.connectFailedPrefix) && nextAddressIndex < addresses.count {
             lastConnectError = reason
             connectNextAddress()
+            return
+        }
+        if reason == TLSConnection.sessionFinishedReason {
+            if let lastProtocolError {
+                finish(reason: "HTTP/2 protocol error: \(lastProtocolError)")
+            } else if let goAwayErrorCode {
+                finish(reason: "server sent GOAWAY (error code \(goAwayErrorCode))")
+            } else {
+                finish(reason: reason)
+            }
             return
         }
         finish(reason: reason)

@@ -35,6 +35,7 @@ public struct HTTP2Error: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
 
+    /// `code: message`.
     public var description: String { "\(code.rawValue): \(message)" }
 
     /// An error for a failed system call, with `errno`'s text.

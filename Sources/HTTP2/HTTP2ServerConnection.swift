@@ -66,7 +66,6 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     func close() {
         guard let connection else { return }
         if let session { _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue) }
-        connection.flush()
         connection.close(reason: "server closed the connection", graceful: true)
     }
 

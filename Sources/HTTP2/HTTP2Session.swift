@@ -14,6 +14,8 @@ enum HTTP2Session {
             nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, clientOnDataChunk)
             nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, clientOnFrame)
             nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, clientOnStreamClose)
+            nghttp2_session_callbacks_set_error_callback2(callbacks, clientOnError)
+            nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, clientOnFrameSend)
         }
         try submitSettings(session, [(NGHTTP2_SETTINGS_ENABLE_PUSH, 0)])
         return session

@@ -22,10 +22,11 @@ protocol TLSConnectionOwner: AnyObject {
 /// the `SSL*`; it borrows the owner's `nghttp2_session*`.
 ///
 /// - Reads: `SSL_read` into the loop's fixed buffer until `WANT_READ`, each chunk fed to
-///   `nghttp2_session_mem_recv`; then one flush.
-/// - Writes: `nghttp2_session_mem_send` chunks are coalesced into one output buffer (at most
-///   ``outputHighWater`` pending: backpressure), written with `SSL_write` in partial-write mode;
-///   EPOLLOUT is armed only while bytes are pending.
+///   `nghttp2_session_mem_recv`; then one flush. Reading pauses while ``outputHighWater`` bytes
+///   wait for a peer that does not read (backpressure both ways).
+/// - Writes: `nghttp2_session_mem_send` chunks are coalesced into one output buffer (`mem_send`
+///   is not called while ``outputHighWater`` bytes are pending), written with `SSL_write` in
+///   partial-write mode; EPOLLOUT is armed only while bytes are pending.
 /// - Re-entrancy: a flush or close requested from inside an nghttp2 callback is deferred until
 ///   the nghttp2 call returns.
 final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Sendable {
@@ -35,6 +36,8 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     static let outputHighWater = 1 << 20
     /// The start of the close reason when the TCP connect itself failed.
     static let connectFailedPrefix = "connect failed: "
+    /// The close reason when nghttp2 wants neither to read nor to write any more.
+    static let sessionFinishedReason = "HTTP/2 session finished"
 
     let loop: EventLoop
     /// The owner's nghttp2 session, set after the handshake.
@@ -51,6 +54,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     private var pendingClose: (reason: String, graceful: Bool)?
     private var readWantsWrite = false
     private var writeWantsRead = false
+    private var readPaused = false
     private var interest: IOInterest = []
 
     /// Takes ownership of `fd` (connecting or connected) and `ssl`.
@@ -111,11 +115,16 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     /// Closes the connection. `graceful` first writes what is pending (e.g. a GOAWAY) if the
     /// socket takes it right away, and sends a TLS close_notify.
     func close(reason: String, graceful: Bool) {
-        if inSessionCall {
-            if pendingClose == nil { pendingClose = (reason, graceful) }
-            return
+        guard state != .closed else { return }
+        if pendingClose == nil { pendingClose = (reason, graceful) }
+        if inSessionCall { return }
+        // invariant: set just above if it was nil.
+        let close = pendingClose!
+        if close.graceful && state == .open {
+            pump()  // produces and writes what it can, then tears down with the pending reason
+        } else {
+            teardown(reason: close.reason, graceful: close.graceful)
         }
-        teardown(reason: reason, graceful: graceful)
     }
 
     // MARK: - Events
@@ -138,6 +147,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
         case .open:
             if readWantsWrite { readAvailable() }
             flush()
+            if readPaused && state == .open && pendingOutputCount < Self.outputHighWater { readAvailable() }
         case .closed: break
         }
     }
@@ -197,10 +207,16 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
 
     private func readAvailable() {
         readWantsWrite = false
+        readPaused = false
         let buffer = loop.readBuffer
         // invariant: the loop's read buffer is allocated in EventLoop.init.
         let base = buffer.baseAddress!
         while state == .open, pendingClose == nil, let ssl {
+            if pendingOutputCount >= Self.outputHighWater {
+                // Backpressure: the peer does not read our output; stop reading its input.
+                readPaused = true
+                break
+            }
             ERR_clear_error()
             let count = SSL_read(ssl, base, Int32(buffer.count))
             if count > 0 {
@@ -258,10 +274,12 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
             guard writePending() else { break }
         }
         guard state == .open else { return }
-        setInterest(pendingOutputCount > 0 || readWantsWrite ? [.readable, .writable] : .readable)
+        var newInterest: IOInterest = readPaused ? [] : .readable
+        if pendingOutputCount > 0 || readWantsWrite { newInterest.insert(.writable) }
+        setInterest(newInterest)
         if let session, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
            pendingOutputCount == 0 {
-            teardown(reason: "HTTP/2 session finished", graceful: true)
+            teardown(reason: Self.sessionFinishedReason, graceful: true)
         }
     }
 

@@ -1,0 +1,61 @@
+import HTTP2
+import Synchronization
+import Testing
+
+@Suite struct EventLoopTests {
+    @Test(.timeLimit(.minutes(1)))
+    func tasksRunInOrderOnTheLoopThread() async throws {
+        let loop = try EventLoop(name: "test-loop")
+        defer { loop.shutdown() }
+        let seen = Mutex<[Int]>([])
+        let onLoop = Mutex(true)
+        #expect(loop.inEventLoop == false)
+        for index in 0..<1000 {
+            loop.execute {
+                if !loop.inEventLoop { onLoop.withLock { $0 = false } }
+                seen.withLock { $0.append(index) }
+            }
+        }
+        #expect(try await eventually { seen.withLock { $0.count } == 1000 })
+        #expect(seen.withLock { $0 } == Array(0..<1000))
+        #expect(onLoop.withLock { $0 })
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func timersFireInDeadlineOrderAndCancelledOnesNever() async throws {
+        let loop = try EventLoop(name: "test-timers")
+        defer { loop.shutdown() }
+        let fired = Mutex<[String]>([])
+        loop.schedule(afterNanoseconds: 30_000_000) { fired.withLock { $0.append("30ms") } }
+        loop.schedule(afterNanoseconds: 10_000_000) { fired.withLock { $0.append("10ms") } }
+        let cancelled = loop.schedule(afterNanoseconds: 20_000_000) { fired.withLock { $0.append("cancelled") } }
+        loop.cancel(cancelled)
+        loop.execute {
+            loop.schedule(afterNanoseconds: 0) { fired.withLock { $0.append("0ms") } }
+        }
+        #expect(try await eventually { fired.withLock { $0.count } == 3 })
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(fired.withLock { $0 } == ["0ms", "10ms", "30ms"])
+    }
+
+    @Test func shutdownIsIdempotentAndGroupsHandOutLoopsRoundRobin() throws {
+        let group = try EventLoopGroup(threads: 2, name: "test-group")
+        let first = group.next(), second = group.next(), third = group.next()
+        #expect(first !== second)
+        #expect(first === third)
+        group.shutdown()
+        group.shutdown()
+    }
+
+    @Test func certificateAuthorityWritesPEMFiles() throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        #expect(credentials.authority.certificatePEM.hasPrefix("-----BEGIN CERTIFICATE-----"))
+        let client = try credentials.authority.issueClientCertificate(commonName: "c")
+        #expect(client.privateKeyPEM.hasPrefix("-----BEGIN PRIVATE KEY-----"))
+        #expect(try client.encryptedPrivateKeyPEM(passphrase: "p").hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
+        #expect(try !client.pkcs12(passphrase: "p").isEmpty)
+        // The written server files load into a server context (key matches certificate).
+        _ = try credentials.serverContext(requireClientCertificates: true)
+    }
+}

@@ -1,0 +1,204 @@
+import HTTP2
+import Synchronization
+import Testing
+
+/// Loop-thread state of a test that keeps a connection full of requests.
+final class RequestPump: @unchecked Sendable {
+    let total: UInt64
+    let path: String
+    var next: UInt64 = 0
+    var maxActive = 0
+    var refusedSubmits = 0
+
+    init(total: UInt64, path: String = "/echo") {
+        self.total = total
+        self.path = path
+    }
+
+    /// Submits until the connection has no free stream or everything was sent. Loop thread.
+    func fill(_ connection: HTTP2ClientConnection) {
+        while next < total && connection.availableStreams > 0 {
+            guard connection.submit(testRequest(tag: next, path: path), tag: next) else { break }
+            next += 1
+            maxActive = max(maxActive, connection.activeStreams)
+        }
+        if next < total && connection.isReady && !connection.submit(testRequest(tag: next, path: path), tag: next) {
+            refusedSubmits += 1
+        } else if next < total && connection.isReady {
+            next += 1
+            maxActive = max(maxActive, connection.activeStreams)
+        }
+        connection.flush()
+    }
+}
+
+@Suite struct HTTP2ClientServerTests {
+    @Test(.timeLimit(.minutes(1)))
+    func twoThousandConcurrentStreamsAreAllAnswered() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 100)
+        defer { server.stop() }
+        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
+        let pump = RequestPump(total: 2000)
+        client.delegate.onReady = { pump.fill($0) }
+        client.delegate.onFinish = { pump.fill($0) }
+
+        #expect(try await client.connect())
+        #expect(try await eventually { client.delegate.finishCount == 2000 })
+        for tag in UInt64(0)..<2000 {
+            guard case .success(let response)? = client.delegate.result(tag) else {
+                Issue.record("stream \(tag) did not succeed: \(String(describing: client.delegate.result(tag)))")
+                break
+            }
+            #expect(response.status == 200)
+            #expect(response.body == Array("body of \(tag)".utf8))
+            #expect(response.header("x-path") == "/echo/\(tag)")
+        }
+        let maxActive = await onLoop(client.loop) { pump.maxActive }
+        #expect(maxActive <= 100)
+        #expect(maxActive > 1)
+        #expect(client.delegate.record.withLock { $0.settings } == [100])
+        try await client.stop()
+        #expect(client.delegate.closeReason == "connection closed by client")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func streamWithoutAnswerTimesOutAndTheConnectionStaysUsable() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration),
+                                    streamTimeoutNanoseconds: 200_000_000)
+        defer { client.loop.shutdown() }
+        #expect(try await client.connect())
+
+        #expect(await client.submit(testRequest(tag: 1, path: "/never"), tag: 1))
+        #expect(try await eventually { client.delegate.result(1) != nil })
+        #expect(client.delegate.failure(1) == .timeout)
+        let connection = client.connection
+        let activeAfterTimeout = await onLoop(client.loop) { connection.activeStreams }
+        #expect(activeAfterTimeout == 0)
+
+        #expect(await client.submit(testRequest(tag: 2), tag: 2))
+        #expect(try await eventually { client.delegate.result(2) != nil })
+        guard case .success(let response)? = client.delegate.result(2) else {
+            Issue.record("second stream failed")
+            return
+        }
+        #expect(response.status == 200)
+        try await client.stop()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func serverCloseFinishesOpenStreamsAsConnectionLost() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
+        #expect(try await client.connect())
+        for tag in UInt64(1)...3 {
+            #expect(await client.submit(testRequest(tag: tag, path: "/never"), tag: tag))
+        }
+        #expect(try await eventually { server.handler.received == 3 })
+
+        server.server.close()
+        #expect(try await eventually { client.delegate.closeReason != nil })
+        for tag in UInt64(1)...3 {
+            guard case .failure(.connectionLost)? = client.delegate.result(tag) else {
+                Issue.record("stream \(tag): \(String(describing: client.delegate.result(tag)))")
+                continue
+            }
+        }
+        #expect(client.delegate.finishCount == 3)
+        #expect(client.delegate.record.withLock { $0.finishedAfterClose } == false)
+        let connection = client.connection
+        let readyAfterClose = await onLoop(client.loop) { connection.isReady }
+        #expect(readyAfterClose == false)
+        #expect(await client.submit(testRequest(tag: 9), tag: 9) == false)
+        client.loop.shutdown()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func clientCloseFinishesOpenStreamsExactlyOnce() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
+        #expect(try await client.connect())
+        #expect(await client.submit(testRequest(tag: 1, path: "/never"), tag: 1))
+        #expect(await client.submit(testRequest(tag: 2, path: "/never"), tag: 2))
+        try await client.stop()
+        #expect(client.delegate.failure(1) == .connectionLost("connection closed by client"))
+        #expect(client.delegate.failure(2) == .connectionLost("connection closed by client"))
+        #expect(client.delegate.finishCount == 2)
+        // The server forgets the connection once the client is gone.
+        #expect(try await eventually { server.handler.received == 2 })
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func loweredMaxConcurrentStreamsIsObeyed() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 100)
+        defer { server.stop() }
+        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
+        #expect(try await client.connect())
+
+        server.server.setMaxConcurrentStreams(5)
+        #expect(try await eventually { client.delegate.record.withLock { $0.settings.last } == 5 })
+        let connection = client.connection
+        let maxConcurrent = await onLoop(client.loop) { connection.maxConcurrentStreams }
+        #expect(maxConcurrent == 5)
+
+        let pump = RequestPump(total: 60, path: "/slow")
+        client.delegate.onFinish = { pump.fill($0) }
+        client.loop.execute { pump.fill(connection) }
+        #expect(try await eventually { client.delegate.finishCount == 60 })
+        let (maxActive, refusedSubmits) = await onLoop(client.loop) { (pump.maxActive, pump.refusedSubmits) }
+        #expect(maxActive == 5)
+        #expect(refusedSubmits > 0)
+        #expect(server.handler.stats.withLock { $0.maxInFlight } <= 5)
+        for tag in UInt64(0)..<60 {
+            guard case .success? = client.delegate.result(tag) else {
+                Issue.record("stream \(tag) failed")
+                break
+            }
+        }
+        try await client.stop()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func largeBodiesAreEchoedAndOversizedOnesReset() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
+        #expect(try await client.connect())
+        let large = (0..<(600 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        for tag in UInt64(1)...4 {
+            #expect(await client.submit(HTTP2Request(path: "/echo/\(tag)", headers: [], body: large), tag: tag))
+        }
+        let oversized = [UInt8](repeating: 1, count: 1_536 * 1024)
+        #expect(await client.submit(HTTP2Request(path: "/echo/5", headers: [], body: oversized), tag: 5))
+        #expect(try await eventually { client.delegate.finishCount == 5 })
+        for tag in UInt64(1)...4 {
+            guard case .success(let response)? = client.delegate.result(tag) else {
+                Issue.record("large stream \(tag) failed: \(String(describing: client.delegate.result(tag)))")
+                continue
+            }
+            #expect(response.body == large)
+        }
+        #expect(client.delegate.failure(5) == .reset(code: 0xb))  // ENHANCE_YOUR_CALM
+        try await client.stop()
+    }
+}
