@@ -1,3 +1,4 @@
+import APNs
 /// One entry of `apps`: credentials, bundle id and environment of an app.
 public struct AppSettings: Sendable, Equatable {
     /// `name` (required, unique): what requests put in their `app` field.

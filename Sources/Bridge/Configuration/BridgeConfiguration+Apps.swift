@@ -1,3 +1,4 @@
+import APNs
 import YAML
 
 extension BridgeConfiguration {

@@ -1,3 +1,4 @@
+import APNs
 import Observability
 
 /// The whole service configuration (contract §8), with every default filled in.
@@ -150,11 +151,8 @@ public struct APNsSettings: Sendable, Equatable {
     }
 }
 
-/// An APNs environment: Apple's production or development (sandbox) servers.
-public enum PushEnvironment: String, Sendable, Hashable, CaseIterable {
-    /// `api.push.apple.com` / `api.sandbox.push.apple.com` (or the configured URLs).
-    case production, sandbox
-}
+/// `environment` of an app or a request: the APNs module's type.
+public typealias PushEnvironment = APNsEnvironment
 
 /// `limits.*`.
 public struct LimitsSettings: Sendable, Equatable {

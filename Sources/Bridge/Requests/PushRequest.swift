@@ -1,3 +1,4 @@
+import APNs
 /// Where an input record came from: topic, partition, offset.
 public struct RecordSource: Sendable, Hashable {
     /// The Kafka topic.
@@ -15,32 +16,9 @@ public struct RecordSource: Sendable, Hashable {
     }
 }
 
-/// The `apns-push-type` values of contract §2 (raw values are the header spellings).
-public enum PushType: String, Sendable, Hashable, CaseIterable {
-    /// The header values, as Apple spells them.
-    case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets, controls
-
-    /// The suffix Apple requires after the bundle id in `apns-topic` (empty when none).
-    public var topicSuffix: String {
-        switch self {
-        case .voip: ".voip"
-        case .complication: ".complication"
-        case .fileprovider: ".pushkit.fileprovider"
-        case .liveactivity: ".push-type.liveactivity"
-        case .location: ".location-query"
-        case .pushtotalk: ".voip-ptt"
-        case .widgets: ".push-type.widgets"
-        case .controls: ".push-type.controls"
-        case .alert, .background, .mdm: ""
-        }
-    }
-
-    /// `apns-priority` when the request gives none: 5 for background, 10 otherwise.
-    public var defaultPriority: Int { self == .background ? 5 : 10 }
-
-    /// Apple's payload size limit in bytes: 5120 for VoIP, 4096 otherwise.
-    public var maximumPayloadBytes: Int { self == .voip ? 5120 : 4096 }
-}
+/// The `push_type` of a request: the APNs module's type, so topic suffixes, default
+/// priorities and payload limits are defined once.
+public typealias PushType = APNsPushType
 
 /// A validated push request (contract §2), ready to fan out into one notification per token.
 public struct PushRequest: Sendable {

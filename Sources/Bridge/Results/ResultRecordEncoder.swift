@@ -1,3 +1,4 @@
+import APNs
 import Observability
 
 /// Writes the JSON values of output records (contract §3, §4, §5) by appending bytes to a

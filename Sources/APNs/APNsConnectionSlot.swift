@@ -1,0 +1,199 @@
+import Dispatch
+import HTTP2
+import Observability
+import Synchronization
+
+/// One connection of an `APNsClient` pool and the notifications waiting for it.
+///
+/// - Important: every method except `shutdown()` and `outstanding` runs on `loop`; the slot's
+///   mutable state is confined to that thread, which is why it is `@unchecked Sendable`.
+final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendable {
+    let name: String
+    let loop: EventLoop
+    /// Notifications queued or in flight on this slot (read from any thread for metrics).
+    let outstanding = Atomic<Int>(0)
+
+    private let configuration: APNsClientConfiguration
+    private let tls: TLSClientContext
+    private let tokenProvider: APNsTokenProvider?
+    private let logger = Logger(label: "apns.connection")
+    private weak var client: APNsClient?
+    private var delegate: APNsClientDelegate?
+
+    private var connection: HTTP2ClientConnection?
+    private var queue: [APNsPendingNotification] = []
+    private var queueHead = 0
+    private var inFlight: [UInt64: APNsPendingNotification] = [:]
+    private var nextStreamTag: UInt64 = 1
+    private var reconnectDelay: UInt64
+    private var reconnectScheduled = false
+    private var isShuttingDown = false
+
+    init(
+        name: String,
+        configuration: APNsClientConfiguration,
+        tls: TLSClientContext,
+        loop: EventLoop,
+        tokenProvider: APNsTokenProvider?
+    ) {
+        self.name = name
+        self.configuration = configuration
+        self.tls = tls
+        self.loop = loop
+        self.tokenProvider = tokenProvider
+        self.reconnectDelay = configuration.reconnectDelayNanoseconds
+    }
+
+    /// Wires the slot to its pool; called once, before `connect()`.
+    func attach(client: APNsClient, delegate: APNsClientDelegate) {
+        self.client = client
+        self.delegate = delegate
+    }
+
+    // MARK: - Loop-thread operations
+
+    func connect() {
+        reconnectScheduled = false
+        guard !isShuttingDown, connection == nil else { return }
+        let connection = HTTP2ClientConnection(
+            host: configuration.host,
+            port: configuration.port,
+            tls: tls,
+            loop: loop,
+            delegate: self,
+            streamTimeoutNanoseconds: configuration.requestTimeoutNanoseconds
+        )
+        self.connection = connection
+        connection.start()
+    }
+
+    func enqueue(_ batch: [APNsPendingNotification]) {
+        outstanding.add(batch.count, ordering: .relaxed)
+        if isShuttingDown {
+            for item in batch {
+                finish(item, .failure(.connectionLost("client is shutting down")))
+            }
+            return
+        }
+        queue.append(contentsOf: batch)
+        pump(flush: true)
+    }
+
+    /// Moves queued notifications onto free streams. `flush` writes them out now; inside a
+    /// connection callback the connection writes after its read pass, so no flush is needed.
+    private func pump(flush: Bool) {
+        guard let connection, connection.isReady else { return }
+        var submitted = false
+        let authorization: String?
+        do {
+            authorization = try tokenProvider?.authorizationHeaderValue()
+        } catch {
+            logger.error("cannot sign a provider token", metadata: ["apns.connection": name, "error": "\(error)"])
+            return
+        }
+        while queueHead < queue.count, connection.availableStreams > 0 {
+            let item = queue[queueHead]
+            let tag = nextStreamTag
+            let request = item.notification.makeRequest(authorization: authorization)
+            guard connection.submit(request, tag: tag) else { break }
+            nextStreamTag &+= 1
+            inFlight[tag] = item
+            queueHead += 1
+            submitted = true
+        }
+        compactQueue()
+        if submitted && flush {
+            connection.flush()
+        }
+    }
+
+    private func compactQueue() {
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: queue.count < 65_536)
+            queueHead = 0
+        } else if queueHead > 4096 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+    }
+
+    private func finish(_ item: APNsPendingNotification, _ result: APNsDeliveryResult) {
+        outstanding.subtract(1, ordering: .relaxed)
+        guard let client, let delegate else { return }
+        delegate.apnsClient(client, didFinish: item.notification, tag: item.tag, result: result)
+    }
+
+    private func scheduleReconnect() {
+        guard !isShuttingDown, !reconnectScheduled else { return }
+        reconnectScheduled = true
+        let delay = reconnectDelay
+        reconnectDelay = min(reconnectDelay * 2, configuration.maxReconnectDelayNanoseconds)
+        // Jitter of up to a quarter of the delay spreads reconnects of many slots.
+        let jitter = UInt64.random(in: 0...(delay / 4 + 1))
+        loop.schedule(afterNanoseconds: delay + jitter) { [self] in connect() }
+    }
+
+    // MARK: - HTTP2ClientConnectionDelegate
+
+    func connectionDidBecomeReady(_ connection: HTTP2ClientConnection) {
+        reconnectDelay = configuration.reconnectDelayNanoseconds
+        logger.debug("connection ready", metadata: ["apns.connection": name])
+        pump(flush: true)
+    }
+
+    func connection(
+        _ connection: HTTP2ClientConnection,
+        didFinishStream tag: UInt64,
+        result: Result<HTTP2Response, HTTP2StreamFailure>
+    ) {
+        guard let item = inFlight.removeValue(forKey: tag) else { return }
+        switch result {
+        case .success(let response):
+            finish(item, .response(APNsResponse(response)))
+        case .failure(.refused) where !isShuttingDown:
+            // Not processed by the server: safe to send again on the next connection.
+            queue.append(item)
+        case .failure(let failure):
+            finish(item, .failure(failure))
+        }
+        pump(flush: false)
+    }
+
+    func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {
+        pump(flush: false)
+    }
+
+    func connectionDidClose(_ connection: HTTP2ClientConnection, reason: String) {
+        guard self.connection === connection else { return }
+        self.connection = nil
+        if isShuttingDown {
+            failQueued(reason: reason)
+            return
+        }
+        logger.warning("connection closed", metadata: ["apns.connection": name, "reason": reason])
+        scheduleReconnect()
+    }
+
+    private func failQueued(reason: String) {
+        let waiting = queue[queueHead...]
+        queue.removeAll()
+        queueHead = 0
+        for item in waiting {
+            finish(item, .failure(.connectionLost(reason)))
+        }
+    }
+
+    // MARK: - Shutdown (any thread)
+
+    /// Closes the connection and fails whatever is still queued; returns when the loop has done so.
+    func shutdown() {
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { [self] in
+            isShuttingDown = true
+            connection?.close()
+            failQueued(reason: "client is shutting down")
+            done.signal()
+        }
+        done.wait()
+    }
+}

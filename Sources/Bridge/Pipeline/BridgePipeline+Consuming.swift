@@ -1,0 +1,176 @@
+import APNs
+import HTTP2
+import Synchronization
+import Kafka
+import Observability
+
+extension BridgePipeline {
+    /// Runs on the calling thread until `requestStop()` or a fatal error, then drains within
+    /// `shutdown_timeout`, flushes, commits and returns.
+    /// - Returns: 0 after a clean stop, 1 after a fatal error.
+    public func run() -> Int32 {
+        dispatcher.start()
+        logger.info("pipeline started", metadata: [
+            "kafka.topics": configuration.kafka.topics.joined(separator: ","),
+            "kafka.group_id": configuration.kafka.groupID,
+        ])
+        while !isStopRequested, fatalReason == nil {
+            let messages: [KafkaMessage]
+            do {
+                messages = try consumer.poll(maxMessages: 1000, timeoutMilliseconds: 100)
+            } catch {
+                fail("consumer: \(error)")
+                break
+            }
+            for message in messages {
+                process(message)
+            }
+            applyBackpressure()
+        }
+        return drainAndClose()
+    }
+
+    /// Decodes one record and hands out its work; the record's own hold is released last.
+    func process(_ message: KafkaMessage) {
+        let topicPartition = message.topicPartition
+        guard let progress = partitions.withLock({ $0[topicPartition] }) else {
+            // Not (or no longer) assigned: leave it for the partition's owner.
+            return
+        }
+        progress.track(message.offset)
+        let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
+        let startedAt = message.timestampMilliseconds ?? Timestamp.nowMilliseconds()
+        switch decoder.decode(value: message.value, source: source) {
+        case .deadLetter(let deadLetter):
+            let context = RequestContext(
+                source: source, requestID: "\(source.topic)/\(source.partition)/\(source.offset)", app: "",
+                environment: .production, startedAtMilliseconds: startedAt, partition: progress
+            )
+            logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
+            publisher.publishDeadLetter(deadLetter, message: message, context: context)
+            context.release()
+        case .request(let request):
+            let context = RequestContext(
+                source: source, requestID: request.id, app: request.app, environment: request.environment,
+                startedAtMilliseconds: startedAt, partition: progress
+            )
+            dispatcher.dispatch(request, context: context)
+            context.release()
+        }
+    }
+
+    /// Producer thread: one output record is acknowledged (or has finally failed) in Kafka.
+    func delivered(tag: UInt64, error: KafkaError?) {
+        let context = RequestContext.fromTag(tag)
+        if let error {
+            // The hold is kept, so the offset is never committed and a restart publishes it again.
+            fail("a record could not be delivered to Kafka: \(error)")
+            return
+        }
+        context.release()
+    }
+
+    func rebalanced(_ event: KafkaRebalanceEvent) {
+        switch event {
+        case .assigned(let assigned):
+            logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
+            let consumer = self.consumer
+            let logger = self.logger
+            partitions.withLock { map in
+                for topicPartition in assigned {
+                    map[topicPartition] = PartitionProgress(topicPartition: topicPartition) { topicPartition, next in
+                        do {
+                            try consumer.storeOffsets([(topicPartition, nextOffset: next)])
+                        } catch {
+                            logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
+                        }
+                    }
+                }
+            }
+        case .revoked(let revoked), .lost(let revoked):
+            logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
+            partitions.withLock { map in
+                for topicPartition in revoked {
+                    map.removeValue(forKey: topicPartition)?.revoke()
+                }
+            }
+            pausedPartitions.withLock { paused in paused.removeAll { revoked.contains($0) } }
+        }
+    }
+
+    private func describe(_ list: [KafkaTopicPartition]) -> String {
+        list.map(\.description).joined(separator: ",")
+    }
+
+    /// Pauses every assigned partition while `limits.max_in_flight` notifications are in flight,
+    /// and resumes them once half of that has drained. Polling goes on either way, so the group
+    /// never sees this member exceed `max.poll.interval.ms`.
+    func applyBackpressure() {
+        let inFlight = dispatcher.inFlight
+        let limit = configuration.limits.maxInFlight
+        if inFlight >= limit {
+            pausedPartitions.withLock { paused in
+                guard paused.isEmpty, let assignment = try? consumer.assignment(), !assignment.isEmpty else { return }
+                do {
+                    try consumer.pause(assignment)
+                    paused = assignment
+                    logger.debug("paused fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
+                } catch {
+                    logger.warning("pausing partitions failed", metadata: ["error": "\(error)"])
+                }
+            }
+        } else if inFlight <= limit / 2 {
+            pausedPartitions.withLock { paused in
+                guard !paused.isEmpty else { return }
+                do {
+                    try consumer.resume(paused)
+                    paused.removeAll()
+                    logger.debug("resumed fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
+                } catch {
+                    logger.warning("resuming partitions failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// Stops fetching, waits (bounded) for in-flight work, flushes the producer and commits.
+    private func drainAndClose() -> Int32 {
+        let deadline = Timestamp.monotonicNanoseconds() + configuration.shutdownTimeout.totalNanoseconds
+        if let assignment = try? consumer.assignment(), !assignment.isEmpty {
+            try? consumer.pause(assignment)
+        }
+        logger.info("draining", metadata: ["bridge.in_flight": "\(dispatcher.inFlight)"])
+        while dispatcher.inFlight > 0, Timestamp.monotonicNanoseconds() < deadline, fatalReason == nil {
+            // Keep serving the group (and rebalance callbacks) while answers come in.
+            _ = try? consumer.poll(maxMessages: 1, timeoutMilliseconds: 20)
+        }
+        let left = deadline > Timestamp.monotonicNanoseconds() ? deadline - Timestamp.monotonicNanoseconds() : 0
+        if !producer.flush(timeoutMilliseconds: Int32(clamping: max(left / 1_000_000, 100))) {
+            logger.warning("the producer did not deliver every record before the deadline")
+        }
+        dispatcher.shutdown()
+        producer.close()
+        do {
+            try consumer.commitSync()
+        } catch {
+            logger.debug("final commit had nothing to do or failed", metadata: ["error": "\(error)"])
+        }
+        consumer.close()
+        group.shutdown()
+        if let reason = fatalReason {
+            logger.error("stopped after a fatal error", metadata: ["error": reason])
+            return 1
+        }
+        logger.info("stopped cleanly")
+        return 0
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (negative durations count as zero).
+    var totalNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+    }
+}

@@ -1,0 +1,111 @@
+import Kafka
+import HTTP2
+import Observability
+import Synchronization
+
+/// The running bridge: consumes push requests, sends them to APNs and publishes every outcome.
+///
+/// Threads: the caller of `run()` is the consumer thread (poll, decode, fan-out); the event loop
+/// threads carry HTTP/2 and turn answers into result records; librdkafka's producer thread
+/// serves delivery reports, which complete input offsets and store them for commit (librdkafka
+/// commits stored offsets every `auto.commit.interval.ms`, and once more on close).
+public final class BridgePipeline: Sendable {
+    let configuration: BridgeConfiguration
+    let logger = Logger(label: "bridge.pipeline")
+    let group: EventLoopGroup
+    let consumer: KafkaConsumer
+    let producer: KafkaProducer
+    let publisher: ResultPublisher
+    let dispatcher: NotificationDispatcher
+    let decoder: PushRequestDecoder
+    let partitions = Mutex<[KafkaTopicPartition: PartitionProgress]>([:])
+    let pausedPartitions = Mutex<[KafkaTopicPartition]>([])
+    private let stopRequested = Atomic<Bool>(false)
+    private let fatalState = Mutex<String?>(nil)
+
+    /// Builds every component from the configuration; nothing is fetched until `run()`.
+    /// - Throws: `PipelineError` naming what could not be set up (a key file, a TLS context, Kafka).
+    public init(configuration: BridgeConfiguration) throws(PipelineError) {
+        self.configuration = configuration
+        self.decoder = PushRequestDecoder(configuration: configuration)
+        let pipelineBox = PipelineReference()
+        do {
+            group = try EventLoopGroup(threads: SystemInfo.onlineProcessorCount, name: "apns-loop")
+        } catch {
+            throw PipelineError(component: "event loops", message: "\(error)")
+        }
+        do {
+            producer = try KafkaProducer(
+                bootstrapServers: configuration.kafka.brokers,
+                properties: configuration.kafka.producer,
+                logger: Logger(label: "kafka.producer"),
+                deliveryHandler: { tag, error in pipelineBox.pipeline?.delivered(tag: tag, error: error) }
+            )
+            consumer = try KafkaConsumer(
+                bootstrapServers: configuration.kafka.brokers,
+                groupID: configuration.kafka.groupID,
+                topics: configuration.kafka.topics,
+                properties: configuration.kafka.consumer,
+                logger: Logger(label: "kafka.consumer")
+            )
+        } catch {
+            group.shutdown()
+            throw PipelineError(component: "kafka", message: "\(error)")
+        }
+        publisher = ResultPublisher(producer: producer, kafka: configuration.kafka) { reason in
+            pipelineBox.pipeline?.fail(reason)
+        }
+        do {
+            dispatcher = try NotificationDispatcher(configuration: configuration, group: group, publisher: publisher)
+        } catch {
+            producer.close()
+            consumer.close()
+            group.shutdown()
+            throw error
+        }
+        pipelineBox.set(self)
+        consumer.rebalanceHandler = { event in pipelineBox.pipeline?.rebalanced(event) }
+    }
+
+    /// Asks `run()` to stop: it stops fetching, drains in-flight work, commits and returns. Any thread.
+    public func requestStop() {
+        stopRequested.store(true, ordering: .releasing)
+    }
+
+    var isStopRequested: Bool {
+        stopRequested.load(ordering: .acquiring)
+    }
+
+    /// Records a fatal error; `run()` stops and returns 1. Unfinished offsets stay uncommitted.
+    func fail(_ reason: String) {
+        let first = fatalState.withLock { state -> Bool in
+            guard state == nil else { return false }
+            state = reason
+            return true
+        }
+        if first {
+            logger.error("pipeline stopping after a fatal error", metadata: ["error": reason])
+        }
+    }
+
+    var fatalReason: String? {
+        fatalState.withLock { $0 }
+    }
+}
+
+/// A weak, late-bound reference that lets callbacks created before the pipeline reach it.
+final class PipelineReference: Sendable {
+    private let reference = Mutex<WeakPipeline>(WeakPipeline())
+
+    private struct WeakPipeline {
+        weak var pipeline: BridgePipeline?
+    }
+
+    var pipeline: BridgePipeline? {
+        reference.withLock { $0.pipeline }
+    }
+
+    func set(_ pipeline: BridgePipeline) {
+        reference.withLock { $0.pipeline = pipeline }
+    }
+}

@@ -1,0 +1,149 @@
+import Kafka
+import APNs
+import HTTP2
+import Observability
+import Synchronization
+
+/// Turns decoded push requests into notifications on the right APNs connection pool, and every
+/// answer into a result record.
+///
+/// One pool per app and environment, made at start for each app's configured environment and on
+/// first use for a request that overrides it. `dispatch` runs on the consumer thread; answers
+/// arrive on the event loop threads.
+final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
+    private struct PoolKey: Hashable {
+        var app: String
+        var environment: PushEnvironment
+    }
+
+    private let configuration: BridgeConfiguration
+    private let group: EventLoopGroup
+    private let publisher: ResultSink
+    private let credentials: [String: AppCredentials]
+    private let logger = Logger(label: "bridge.dispatcher")
+    /// Consumer-thread only (created in `start`/`dispatch`, read in `shutdown` after the consumer stopped).
+    private var pools: [PoolKey: APNsClient] = [:]
+    private let inFlightCount = Atomic<Int>(0)
+
+    /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
+    init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink) throws(PipelineError) {
+        self.configuration = configuration
+        self.group = group
+        self.publisher = publisher
+        var credentials: [String: AppCredentials] = [:]
+        for app in configuration.apps {
+            credentials[app.name] = try AppCredentials(app: app, caFile: configuration.apns.caFile)
+        }
+        self.credentials = credentials
+    }
+
+    /// Notifications handed to APNs pools and not finished yet.
+    var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
+
+    /// Opens the pools of every app's configured environment.
+    func start() {
+        for app in configuration.apps {
+            _ = pool(app: app.name, environment: app.environment)
+        }
+    }
+
+    /// Closes every pool; whatever is still queued finishes as `failed`.
+    func shutdown() {
+        for pool in pools.values {
+            pool.shutdown()
+        }
+    }
+
+    private func pool(app: String, environment: PushEnvironment) -> APNsClient? {
+        let key = PoolKey(app: app, environment: environment)
+        if let pool = pools[key] { return pool }
+        guard let credentials = credentials[app], let settings = configuration.apps.first(where: { $0.name == app }) else {
+            return nil
+        }
+        let endpoint = configuration.apns.endpoint(for: environment)
+        let pool = APNsClient(
+            name: "\(app)/\(environment.rawValue)",
+            configuration: APNsClientConfiguration(
+                host: endpoint.host,
+                port: endpoint.port,
+                connections: settings.connections,
+                requestTimeoutNanoseconds: configuration.apns.requestTimeout.totalNanoseconds
+            ),
+            tls: credentials.tls,
+            group: group,
+            tokenProvider: credentials.tokenProvider,
+            delegate: self
+        )
+        pools[key] = pool
+        pool.start()
+        return pool
+    }
+
+    /// Consumer thread: publishes `invalid`/`expired` results at once and sends the rest.
+    func dispatch(_ request: PushRequest, context: RequestContext) {
+        let now = Timestamp.nowMilliseconds()
+        for token in request.invalidTokens {
+            publishLocal(token: token, outcome: .invalid, reason: "BadDeviceToken", request: request, context: context, now: now)
+        }
+        guard !request.validTokens.isEmpty else { return }
+        if let expiration = request.expiration, expiration > 0, expiration * 1000 <= now {
+            for token in request.validTokens {
+                publishLocal(token: token, outcome: .expired, reason: "Expired", request: request, context: context, now: now)
+            }
+            return
+        }
+        guard let pool = pool(app: request.app, environment: request.environment) else {
+            // The decoder only accepts configured apps, so this is unreachable in practice.
+            for token in request.validTokens {
+                publishLocal(token: token, outcome: .failed, reason: "UnknownApp", request: request, context: context, now: now)
+            }
+            return
+        }
+        let pushType = APNsPushType(rawValue: request.pushType.rawValue) ?? .alert
+        var batch: [APNsPendingNotification] = []
+        batch.reserveCapacity(request.validTokens.count)
+        for token in request.validTokens {
+            let notification = APNsNotification(
+                token: token, pushType: pushType, priority: request.priority, expiration: request.expiration,
+                collapseID: request.collapseID, topic: request.topic, apnsID: request.apnsID, payload: request.payload
+            )
+            context.retain()
+            batch.append(APNsPendingNotification(notification: notification, tag: context.retainedTag()))
+        }
+        inFlightCount.add(batch.count, ordering: .relaxed)
+        pool.send(batch)
+    }
+
+    // MARK: - APNsClientDelegate (event loop threads)
+
+    func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult) {
+        let context = RequestContext.fromTag(tag)
+        inFlightCount.subtract(1, ordering: .relaxed)
+        let (pushResult, invalidToken) = APNsAnswerInterpreter.interpret(result, notification: notification, request: context.facts)
+        publisher.publishResult(pushResult, context: context)
+        if let invalidToken {
+            publisher.publishInvalidToken(invalidToken, context: context)
+        }
+        context.release()
+    }
+
+    /// Publishes a result decided without asking APNs (`invalid`, `expired`).
+    private func publishLocal(token: String, outcome: PushOutcome, reason: String, request: PushRequest,
+                              context: RequestContext, now: Int64) {
+        let result = PushResult(
+            requestID: context.requestID, app: context.app, token: token, outcome: outcome, reason: reason, attempts: 0,
+            latencyMilliseconds: Double(now - context.startedAtMilliseconds), source: context.source,
+            completedAtMilliseconds: now
+        )
+        publisher.publishResult(result, context: context)
+        if outcome == .invalid {
+            publisher.publishInvalidToken(
+                InvalidTokenRecord(
+                    token: token, app: request.app, topic: request.topic, environment: request.environment,
+                    reason: reason, unregisteredAt: nil, requestID: request.id, observedAtMilliseconds: now
+                ),
+                context: context
+            )
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Glibc
+import Kafka
+import HTTP2
+import Observability
+import Synchronization
+
+/// Sends one push request straight to APNs, without Kafka, and returns its results: the engine
+/// of `apns-bridge send`. It uses the same decoder, dispatcher and answer interpretation as the
+/// pipeline, so what it prints is what the pipeline would publish.
+public enum OneShotSender {
+    /// Decodes `requestJSON` like an input record and sends it.
+    /// - Returns: one result per distinct token, or the dead letter the pipeline would publish.
+    /// - Throws: `PipelineError` when credentials or event loops cannot be set up.
+    public static func send(
+        requestJSON: [UInt8],
+        configuration: BridgeConfiguration,
+        timeoutSeconds: Int = 30
+    ) throws(PipelineError) -> Result<[PushResult], DeadLetter> {
+        let source = RecordSource(topic: "command-line", partition: 0, offset: 0)
+        let request: PushRequest
+        switch PushRequestDecoder(configuration: configuration).decode(value: requestJSON, source: source) {
+        case .deadLetter(let deadLetter):
+            return .failure(deadLetter)
+        case .request(let decoded):
+            request = decoded
+        }
+        let group: EventLoopGroup
+        do {
+            group = try EventLoopGroup(threads: 1, name: "apns-send")
+        } catch {
+            throw PipelineError(component: "event loops", message: "\(error)")
+        }
+        defer { group.shutdown() }
+        let sink = CollectingResultSink()
+        let dispatcher = try NotificationDispatcher(configuration: configuration, group: group, publisher: sink)
+        let progress = PartitionProgress(topicPartition: .init(topic: source.topic, partition: 0)) { _, _ in }
+        progress.track(0)
+        let context = RequestContext(
+            source: source, requestID: request.id, app: request.app, environment: request.environment,
+            startedAtMilliseconds: Timestamp.nowMilliseconds(), partition: progress
+        )
+        dispatcher.dispatch(request, context: context)
+        context.release()
+        let expected = request.validTokens.count + request.invalidTokens.count
+        let deadline = Timestamp.monotonicNanoseconds() + UInt64(timeoutSeconds) * 1_000_000_000
+        while sink.count < expected, Timestamp.monotonicNanoseconds() < deadline {
+            usleep(2_000)
+        }
+        dispatcher.shutdown()
+        return .success(sink.results)
+    }
+}
+
+/// Keeps results in memory instead of producing them.
+final class CollectingResultSink: ResultSink {
+    private let collected = Mutex<[PushResult]>([])
+
+    var count: Int { collected.withLock { $0.count } }
+    var results: [PushResult] { collected.withLock { $0 } }
+
+    func publishResult(_ result: PushResult, context: RequestContext) {
+        collected.withLock { $0.append(result) }
+    }
+
+    func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext) {}
+}

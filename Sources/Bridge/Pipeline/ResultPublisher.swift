@@ -1,0 +1,72 @@
+import Kafka
+import Observability
+
+/// Where the dispatcher's results go: Kafka in the pipeline, the terminal for `apns-bridge send`.
+protocol ResultSink: Sendable {
+    /// Takes one result (contract §3).
+    func publishResult(_ result: PushResult, context: RequestContext)
+    /// Takes one invalid-token record (contract §4).
+    func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext)
+}
+
+/// Encodes outputs (contract §3–§5) and produces them to Kafka, each holding one count of its
+/// input record's `RequestContext` until the delivery report arrives.
+///
+/// Thread-safe: called from the consumer thread and from every event loop thread.
+final class ResultPublisher: ResultSink {
+    private let producer: KafkaProducer
+    private let resultsTopic: String
+    private let invalidTokensTopic: String
+    private let deadLetterTopic: String
+    private let onFatal: @Sendable (String) -> Void
+
+    init(producer: KafkaProducer, kafka: KafkaSettings, onFatal: @escaping @Sendable (String) -> Void) {
+        self.producer = producer
+        self.resultsTopic = kafka.resultsTopic
+        self.invalidTokensTopic = kafka.invalidTokensTopic
+        self.deadLetterTopic = kafka.deadLetterTopic
+        self.onFatal = onFatal
+    }
+
+    /// Publishes one result on the results topic, keyed by the request id.
+    func publishResult(_ result: PushResult, context: RequestContext) {
+        var value: [UInt8] = []
+        value.reserveCapacity(384)
+        ResultRecordEncoder.appendResult(result, to: &value)
+        produce(topic: resultsTopic, key: context.requestIDBytes, value: value, headers: context.requestIDHeader, context: context)
+    }
+
+    /// Publishes one invalid-token record, keyed by the token (log-compactable topic).
+    func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext) {
+        var value: [UInt8] = []
+        value.reserveCapacity(256)
+        ResultRecordEncoder.appendInvalidToken(record, to: &value)
+        produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: value, headers: context.requestIDHeader, context: context)
+    }
+
+    /// Publishes an input record that could not become notifications, with its key and headers.
+    func publishDeadLetter(_ deadLetter: DeadLetter, message: KafkaMessage, context: RequestContext) {
+        var value: [UInt8] = []
+        ResultRecordEncoder.appendDeadLetter(deadLetter, source: context.source, original: message.value, to: &value)
+        let headers = message.headers + context.requestIDHeader
+        produce(topic: deadLetterTopic, key: message.key, value: value, headers: headers, context: context)
+    }
+
+    private func produce(
+        topic: String,
+        key: [UInt8]?,
+        value: [UInt8],
+        headers: [(name: String, value: [UInt8])],
+        context: RequestContext
+    ) {
+        context.retain()
+        let tag = context.retainedTag()
+        do {
+            try producer.produce(topic: topic, key: key, value: value, headers: headers, tag: tag)
+        } catch {
+            // Balance the tag's retain; the count stays held so the offset is never committed.
+            _ = RequestContext.fromTag(tag)
+            onFatal("producing to \(topic) failed: \(error)")
+        }
+    }
+}

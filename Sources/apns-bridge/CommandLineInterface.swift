@@ -1,0 +1,97 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bridge
+import Observability
+
+/// Dispatches `apns-bridge <command> …` to the subcommands and maps errors to exit codes:
+/// 0 success, 1 a failure while running, 2 a usage or configuration error.
+enum CommandLineInterface {
+    static let version = "0.1.0"
+
+    static let usage = """
+    apns-bridge \(version): Kafka push requests → APNs over HTTP/2 → Kafka results.
+
+    Usage:
+      apns-bridge run [--config FILE]        run the bridge (default config/bridge.yaml or $APNS_BRIDGE_CONFIG)
+      apns-bridge check [--config FILE]      validate a configuration and load its credentials
+      apns-bridge send --token HEX …         send one notification without Kafka and print its result
+      apns-bridge simulator …                run the APNs simulator (HTTP/2 + TLS) on this machine
+      apns-bridge demo [--requests N]        mock Kafka + simulator + bridge, end to end, on loopback
+      apns-bridge --version | --help         (every command takes --help)
+
+    """
+
+    static func main(_ arguments: [String]) -> Int32 {
+        guard let command = arguments.first else {
+            write(usage, to: 2)
+            return 2
+        }
+        let rest = Array(arguments.dropFirst())
+        do {
+            switch command {
+            case "run": return try RunCommand.main(rest)
+            case "check": return try CheckCommand.main(rest)
+            case "send": return try SendCommand.main(rest)
+            case "simulator": return try SimulatorCommand.main(rest)
+            case "demo": return try DemoCommand.main(rest)
+            case "--version", "version": write("apns-bridge \(version)\n", to: 1); return 0
+            case "--help", "-h", "help": write(usage, to: 1); return 0
+            default:
+                write("apns-bridge: unknown command '\(command)'\n\n" + usage, to: 2)
+                return 2
+            }
+        } catch let error as CommandLineOptions.UsageError {
+            write("apns-bridge \(command): \(error)\n", to: 2)
+            return 2
+        } catch let error as ConfigurationError {
+            write("apns-bridge \(command): configuration error: \(error)\n", to: 2)
+            return 2
+        } catch let error as PipelineError {
+            write("apns-bridge \(command): \(error)\n", to: 2)
+            return 2
+        } catch {
+            write("apns-bridge \(command): \(error)\n", to: 2)
+            return 1
+        }
+    }
+
+    /// Loads the configuration named by `--config`, `$APNS_BRIDGE_CONFIG` or the default path,
+    /// and applies its log settings.
+    static func loadConfiguration(_ options: CommandLineOptions) throws -> BridgeConfiguration {
+        let environment = ProcessEnvironment.variables
+        let path = options.value("config") ?? environment["APNS_BRIDGE_CONFIG"] ?? "config/bridge.yaml"
+        let configuration = try BridgeConfiguration.load(path: path, environment: environment)
+        LoggingSystem.bootstrap(level: configuration.log.level, format: configuration.log.format)
+        return configuration
+    }
+
+    /// Writes text to a file descriptor (1 standard output, 2 standard error).
+    static func write(_ text: String, to descriptor: Int32) {
+        var bytes = Array(text.utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)  // invariant: non-empty
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+}
+
+/// The process environment as a dictionary (for `${VAR}` expansion and `$APNS_BRIDGE_CONFIG`).
+enum ProcessEnvironment {
+    static var variables: [String: String] {
+        var result: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        return result
+    }
+}

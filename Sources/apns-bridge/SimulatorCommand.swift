@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import APNs
+import Dispatch
+
+/// `apns-bridge simulator`: the APNs simulator as a standalone server on this machine.
+enum SimulatorCommand {
+    static let help = """
+    Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
+                                 [--unregistered TOKEN[:MILLIS] …] [--max-streams N] [--threads N]
+
+    An HTTP/2 + TLS server that answers like APNs: it verifies provider JWTs (ES256) against the
+    trusted public keys and applies Apple's validation rules (BadDeviceToken, MissingTopic,
+    PayloadTooLarge, 403 provider-token errors, 410 Unregistered with a millisecond timestamp …).
+
+      --listen HOST:PORT   address to listen on (default 127.0.0.1:2197; port 0 picks one)
+      --credentials DIR    generate test credentials into DIR (CA ca.pem, server certificate,
+                           AuthKey_<kid>.p8) and use them; prints what a bridge config needs
+      --cert, --key        the server certificate and key (PEM), instead of --credentials
+      --auth-key K:T:FILE  trust the provider key K of team T whose public key (PEM) is FILE
+      --unregistered TOKEN answer 410 Unregistered for TOKEN (timestamp MILLIS, default now)
+      --max-streams N      SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
+      --threads N          event loop threads (default 1)
+
+    Runs until SIGTERM or SIGINT.
+
+    """
+
+    static func main(_ arguments: [String]) throws -> Int32 {
+        let options = try CommandLineOptions(arguments, accepting: .init(valued: [
+            "listen", "credentials", "cert", "key", "auth-key", "unregistered", "max-streams", "threads",
+        ]))
+        if options.flag("help") {
+            CommandLineInterface.write(help, to: 1)
+            return 0
+        }
+        let (host, port) = try parseListen(options.value("listen") ?? "127.0.0.1:2197")
+        var configuration: APNsSimulatorConfiguration
+        if let directory = options.value("credentials") {
+            let credentials = try TestCredentials.generate(in: directory)
+            configuration = credentials.simulatorConfiguration(host: host, port: port)
+            CommandLineInterface.write("""
+            generated test credentials in \(directory):
+              apns.ca_file: \(credentials.caFile)
+              auth: {type: token, key_file: \(credentials.authKeyFile), key_id: \(credentials.keyID), team_id: \(credentials.teamID)}
+
+            """, to: 1)
+        } else {
+            configuration = APNsSimulatorConfiguration(
+                host: host, port: port, certificateFile: try options.required("cert"), privateKeyFile: try options.required("key")
+            )
+        }
+        for entry in options.values("auth-key") {
+            let parts = entry.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count == 3 else {
+                throw CommandLineOptions.UsageError(description: "--auth-key must be KEYID:TEAMID:PUBLIC_KEY_FILE")
+            }
+            let pem = try readFile(parts[2])
+            configuration.authKeys.append(.init(keyID: parts[0], teamID: parts[1], publicKeyPEM: pem))
+        }
+        let now = Int64(time(nil)) * 1000
+        for entry in options.values("unregistered") {
+            let parts = entry.split(separator: ":").map(String.init)
+            guard let token = parts.first, parts.count <= 2, parts.count == 1 || Int64(parts[1]) != nil else {
+                throw CommandLineOptions.UsageError(description: "--unregistered must be TOKEN or TOKEN:MILLIS")
+            }
+            configuration.unregisteredTokens[token.lowercased()] = parts.count == 2 ? Int64(parts[1]) ?? now : now
+        }
+        configuration.maxConcurrentStreams = try options.integer("max-streams", default: 1000, in: 1...100_000)
+        configuration.threads = try options.integer("threads", default: 1, in: 1...64)
+
+        let simulator = try APNsSimulator(configuration: configuration)
+        try simulator.start()
+        CommandLineInterface.write("APNs simulator listening on https://\(host):\(simulator.port)\n", to: 1)
+        let stop = DispatchSemaphore(value: 0)
+        let signals = SignalWaiter { _ in stop.signal() }
+        stop.wait()
+        simulator.close()
+        withExtendedLifetime(signals) {}
+        return 0
+    }
+
+    static func parseListen(_ text: String) throws -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (0...65_535).contains(port), colon != text.startIndex else {
+            throw CommandLineOptions.UsageError(description: "--listen must be HOST:PORT, got '\(text)'")
+        }
+        return (String(text[..<colon]), port)
+    }
+
+    private static func readFile(_ path: String) throws -> String {
+        guard let file = fopen(path, "r") else {
+            throw CommandLineOptions.UsageError(description: "cannot read \(path)")
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count == 0 { break }
+            bytes.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
