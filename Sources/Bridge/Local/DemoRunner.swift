@@ -46,7 +46,10 @@ public enum DemoRunner {
 
         let pipeline = try BridgePipeline(configuration: configuration)
         let exitCode = Mutex<Int32?>(nil)
-        let thread = Thread { exitCode.withLock { $0 = pipeline.run() } }
+        let thread = Thread {
+            let code = pipeline.run()
+            exitCode.withLock { $0 = code }
+        }
         thread.name = "bridge-consumer"
         thread.start()
 

@@ -1,3 +1,0 @@
-import Testing
-
-@Test func placeholderHTTP2TestsMain() { #expect(Bool(true)) }
