@@ -42,7 +42,7 @@ let package = Package(
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "YAML", "Kafka", "APNs"], swiftSettings: strictSettings),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Bridge", "Kafka", "APNs", "HTTP2"],
+            dependencies: ["Bridge", "Kafka", "APNs", "HTTP2", "Observability"],
             swiftSettings: strictSettings
         ),
     ],

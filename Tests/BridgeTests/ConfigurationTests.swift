@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 import Bridge
 import Observability

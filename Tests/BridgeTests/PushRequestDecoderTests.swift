@@ -1,4 +1,5 @@
 @testable import Bridge
+import APNs
 import Testing
 
 @Suite struct PushRequestDecoderTests {

@@ -1,3 +1,4 @@
+import APNs
 import Bridge
 import Foundation
 import Testing

@@ -4,8 +4,16 @@
 public struct DemoWorkload: Sendable {
     /// One input record.
     public struct Record: Sendable {
+        /// Record key.
         public var key: [UInt8]
+        /// Record value (the request JSON, or deliberately broken bytes).
         public var value: [UInt8]
+
+        /// Creates a record.
+        public init(key: [UInt8], value: [UInt8]) {
+            self.key = key
+            self.value = value
+        }
     }
 
     /// The records to produce, in order.

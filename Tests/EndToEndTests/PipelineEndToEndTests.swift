@@ -1,0 +1,157 @@
+import APNs
+import Bridge
+import Foundation
+import Kafka
+import Observability
+import Testing
+
+/// The whole path on real libraries and sockets: librdkafka's mock cluster, the APNs simulator
+/// over TLS on 127.0.0.1, and the pipeline in between.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct PipelineEndToEndTests {
+    @Test func everyTokenGetsItsExpectedResultAndEveryOffsetIsCommitted() throws {
+        let workload = DemoWorkload(count: 120, seed: 7)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+
+        let report = try DemoRunner.run(
+            workload: workload, environment: environment, configuration: try environment.configuration(groupID: "e2e-demo")
+        )
+
+        #expect(report.mismatches.isEmpty, "\(report.mismatches.prefix(5))")
+        #expect(report.results == workload.expectedResults)
+        #expect(report.deadLetters == workload.expectedDeadLetters)
+        #expect(report.invalidTokens == workload.expectedInvalidTokens)
+        #expect(report.committedRecords == Int64(workload.records.count))
+        #expect(report.pipelineExitCode == 0)
+        let expectedByOutcome = Dictionary(grouping: workload.expectedOutcomes.values, by: { $0 }).mapValues(\.count)
+        for outcome in PushOutcome.allCases {
+            #expect(report.outcomes[outcome, default: 0] == expectedByOutcome[outcome, default: 0], "\(outcome)")
+        }
+    }
+
+    @Test func outputRecordsCarryTheContractsKeysHeadersAndFields() throws {
+        let unregistered = String(repeating: "ab", count: 32)
+        let delivered = String(repeating: "0f", count: 32)
+        let environment = try LocalEnvironment(partitions: 1, unregisteredTokens: [unregistered: 1_700_000_000_123])
+        defer { environment.close() }
+        let requests: [DemoWorkload.Record] = [
+            .init(key: Array("k1".utf8), value: Array(#"{"id":"chat-1","tokens":["\#(delivered)","\#(unregistered)","zz"],"payload":{"aps":{"alert":"hi"}}}"#.utf8)),
+            .init(key: Array("k2".utf8), value: [0xFF, 0xFE, 0x00]),
+        ]
+        let workload = WorkloadStub(records: requests)
+        try workload.produce(to: environment)
+
+        let pipeline = try BridgePipeline(configuration: try environment.configuration(groupID: "e2e-contract"))
+        let runner = PipelineThread(pipeline)
+        defer { runner.stop() }
+
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 3,
+            timeoutMilliseconds: 30_000
+        )
+        let invalid = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.invalidTokensTopic, expectedCount: 2,
+            timeoutMilliseconds: 30_000
+        )
+        let deadLetters = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.deadLetterTopic, expectedCount: 1,
+            timeoutMilliseconds: 30_000
+        )
+        #expect(runner.stop() == 0)
+
+        try #require(results.count == 3)
+        var byToken: [String: [String: Any]] = [:]
+        for record in results {
+            #expect(record.key == Array("chat-1".utf8))
+            #expect(record.header("request-id") == Array("chat-1".utf8))
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
+            byToken[json["token"] as? String ?? ""] = json
+        }
+        let ok = try #require(byToken[delivered])
+        #expect(ok["outcome"] as? String == "delivered")
+        #expect(ok["status"] as? Int == 200)
+        #expect((ok["apns_id"] as? String)?.count == 36)
+        #expect(ok["attempts"] as? Int == 1)
+        #expect(ok["app"] as? String == "demo")
+        let source = try #require(ok["source"] as? [String: Any])
+        #expect(source["topic"] as? String == environment.requestTopic)
+        #expect(source["offset"] as? Int == 0)
+        let gone = try #require(byToken[unregistered])
+        #expect(gone["outcome"] as? String == "rejected")
+        #expect(gone["status"] as? Int == 410)
+        #expect(gone["reason"] as? String == "Unregistered")
+        #expect(gone["unregistered_at"] as? Int == 1_700_000_000_123)
+        let malformed = try #require(byToken["zz"])
+        #expect(malformed["outcome"] as? String == "invalid")
+        #expect(malformed["reason"] as? String == "BadDeviceToken")
+
+        let invalidKeys = Set(invalid.compactMap { $0.key.map { String(decoding: $0, as: UTF8.self) } })
+        #expect(invalidKeys == [unregistered, "zz"])
+        for record in invalid {
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
+            #expect(json["topic"] as? String == "com.example.demo")
+            #expect(json["request_id"] as? String == "chat-1")
+        }
+
+        let deadLetter = try #require(deadLetters.first)
+        #expect(deadLetter.key == Array("k2".utf8))
+        #expect(deadLetter.header("request-id") == Array("\(environment.requestTopic)/0/1".utf8))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(deadLetter.value ?? [])) as? [String: Any])
+        #expect(json["error"] as? String == "invalid_json")
+        #expect(json["original_encoding"] as? String == "base64")
+        #expect(json["original"] as? String == Data([0xFF, 0xFE, 0x00]).base64EncodedString())
+
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: "e2e-contract",
+            topic: environment.requestTopic, partitions: 1
+        )
+        #expect(committed[0] == 2)
+    }
+}
+
+/// Produces a fixed list of records.
+struct WorkloadStub {
+    var records: [DemoWorkload.Record]
+
+    func produce(to environment: LocalEnvironment) throws {
+        let producer = try KafkaProducer(
+            bootstrapServers: environment.kafka.bootstrapServers, properties: [:], logger: .init(label: "test.producer"),
+            deliveryHandler: { _, _ in }
+        )
+        defer { producer.close() }
+        for (index, record) in records.enumerated() {
+            try producer.produce(
+                topic: environment.requestTopic, key: record.key, value: record.value, headers: [], tag: UInt64(index)
+            )
+        }
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
+    }
+}
+
+/// Runs a pipeline on its own thread; `stop()` asks it to stop and returns its exit code.
+final class PipelineThread: @unchecked Sendable {
+    private let pipeline: BridgePipeline
+    private let finished = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var exitCode: Int32?
+
+    init(_ pipeline: BridgePipeline) {
+        self.pipeline = pipeline
+        let thread = Thread { [self] in
+            let code = pipeline.run()
+            lock.withLock { exitCode = code }
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    @discardableResult
+    func stop() -> Int32? {
+        pipeline.requestStop()
+        if lock.withLock({ exitCode }) == nil {
+            _ = finished.wait(timeout: .now() + 30)
+        }
+        return lock.withLock { exitCode }
+    }
+}
