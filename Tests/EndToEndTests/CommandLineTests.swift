@@ -1,0 +1,139 @@
+import Bridge
+import Foundation
+import Kafka
+import Testing
+
+/// Drives the real `apns-bridge` binary as a separate process, as an operator would.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct CommandLineTests {
+    @Test func runProcessesRequestsAndExitsZeroOnSIGTERM() throws {
+        let workload = DemoWorkload(count: 60, seed: 11)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+        try WorkloadStub(records: workload.records).produce(to: environment)
+        let configFile = try TemporaryFile(contents: environment.configurationYAML(groupID: "e2e-binary"))
+
+        let process = try BridgeBinary.start(["run", "--config", configFile.path])
+        defer { if process.isRunning { process.terminate() } }
+
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: workload.expectedResults, timeoutMilliseconds: 60_000
+        )
+        #expect(results.count == workload.expectedResults)
+        // Offsets are committed on the auto-commit cadence and again at shutdown.
+        kill(process.processIdentifier, SIGTERM)
+        let exit = BridgeBinary.wait(process, seconds: 30)
+        #expect(exit == 0)
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: "e2e-binary",
+            topic: environment.requestTopic, partitions: environment.partitions
+        )
+        #expect(committed.values.reduce(0, +) == Int64(workload.records.count))
+    }
+
+    @Test func checkNamesTheUnknownKeyAndExitsTwo() throws {
+        let configFile = try TemporaryFile(contents: """
+        kafka:
+          brokers: localhost:9092
+          group_idd: typo
+        apps:
+          - {name: chat, bundle_id: com.example.chat, auth: {type: token, key_file: k.p8, key_id: ABC123DEFG, team_id: TEAM123456}}
+        """)
+        let (status, _, errorOutput) = try BridgeBinary.run(["check", "--config", configFile.path])
+        #expect(status == 2)
+        #expect(errorOutput.contains("kafka.group_idd"))
+    }
+
+    @Test func checkReportsAnUnreadableKeyFileWithoutSecrets() throws {
+        let configFile = try TemporaryFile(contents: """
+        kafka: {brokers: localhost:9092}
+        apps:
+          - {name: chat, bundle_id: com.example.chat, auth: {type: token, key_file: /nonexistent/AuthKey.p8, key_id: ABC123DEFG, team_id: TEAM123456}}
+        """)
+        let (status, _, errorOutput) = try BridgeBinary.run(["check", "--config", configFile.path])
+        #expect(status == 2)
+        #expect(errorOutput.contains("apps.chat.auth"))
+        #expect(errorOutput.contains("/nonexistent/AuthKey.p8"))
+    }
+
+    @Test func sendDeliversOneNotificationThroughTheSimulator() throws {
+        let environment = try LocalEnvironment()
+        defer { environment.close() }
+        let configFile = try TemporaryFile(contents: environment.configurationYAML())
+        let token = String(repeating: "5a", count: 32)
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "send", "--config", configFile.path, "--token", token, "--payload", #"{"aps":{"alert":"hello"}}"#,
+        ])
+        #expect(status == 0, "\(errorOutput)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        #expect(json["outcome"] as? String == "delivered")
+        #expect(json["token"] as? String == token)
+        #expect(json["status"] as? Int == 200)
+    }
+
+    @Test func unknownCommandAndOptionExitTwoWithHelp() throws {
+        #expect(try BridgeBinary.run(["frobnicate"]).status == 2)
+        #expect(try BridgeBinary.run(["run", "--confg", "x"]).status == 2)
+        let (status, output, _) = try BridgeBinary.run(["--version"])
+        #expect(status == 0)
+        #expect(output.hasPrefix("apns-bridge "))
+    }
+}
+
+/// The built `apns-bridge` executable next to the test bundle.
+enum BridgeBinary {
+    static var url: URL {
+        // Tests/EndToEndTests/<file> → package root → .build/debug/apns-bridge
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/apns-bridge")
+    }
+
+    static func start(_ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    static func wait(_ process: Process, seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline {
+            usleep(20_000)
+        }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+    }
+}
+
+/// A file under /tmp, removed when the value is released.
+final class TemporaryFile {
+    let path: String
+
+    init(contents: String) throws {
+        path = NSTemporaryDirectory() + "apns-bridge-test-\(UUID().uuidString).yaml"
+        try contents.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
