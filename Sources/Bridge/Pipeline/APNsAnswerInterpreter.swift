@@ -22,11 +22,12 @@ struct APNsAnswerInterpreter: Sendable {
         notification: APNsNotification,
         request: RequestFacts,
         attempts: Int = 1,
-        now: Int64 = Timestamp.nowMilliseconds()
+        nowMicroseconds: Int64 = Timestamp.nowMicroseconds()
     ) -> (PushResult, InvalidTokenRecord?) {
+        let now = nowMicroseconds / 1000
         var result = PushResult(
             requestID: request.requestID, app: request.app, token: notification.token, outcome: .failed,
-            attempts: attempts, latencyMilliseconds: Double(now - request.startedAtMilliseconds),
+            attempts: attempts, latencyMilliseconds: Double(nowMicroseconds - request.startedAtMilliseconds * 1000) / 1000,
             source: request.source, completedAtMilliseconds: now
         )
         var invalidToken: InvalidTokenRecord?

@@ -62,6 +62,7 @@ extension BridgePipeline {
     /// Producer thread: one output record is acknowledged (or has finally failed) in Kafka.
     func delivered(tag: UInt64, error: KafkaError?) {
         let context = RequestContext.fromTag(tag)
+        publisher.acknowledged()
         if let error {
             // The hold is kept, so the offset is never committed and a restart publishes it again.
             fail("a record could not be delivered to Kafka: \(error)")
@@ -102,11 +103,17 @@ extension BridgePipeline {
         list.map(\.description).joined(separator: ",")
     }
 
-    /// Pauses every assigned partition while `limits.max_in_flight` notifications are in flight,
-    /// and resumes them once half of that has drained. Polling goes on either way, so the group
-    /// never sees this member exceed `max.poll.interval.ms`.
+    /// Work between fetch and Kafka's acknowledgement: notifications waiting for APNs plus
+    /// output records waiting for Kafka.
+    var inFlight: Int {
+        dispatcher.inFlight + publisher.pendingCount
+    }
+
+    /// Pauses every assigned partition while `limits.max_in_flight` notifications and output
+    /// records are in flight, and resumes them once half of that has drained. Polling goes on
+    /// either way, so the group never sees this member exceed `max.poll.interval.ms`.
     func applyBackpressure() {
-        let inFlight = dispatcher.inFlight
+        let inFlight = self.inFlight
         let limit = configuration.limits.maxInFlight
         if inFlight >= limit {
             pausedPartitions.withLock { paused in
@@ -139,8 +146,8 @@ extension BridgePipeline {
         if let assignment = try? consumer.assignment(), !assignment.isEmpty {
             try? consumer.pause(assignment)
         }
-        logger.info("draining", metadata: ["bridge.in_flight": "\(dispatcher.inFlight)"])
-        while dispatcher.inFlight > 0, Timestamp.monotonicNanoseconds() < deadline, fatalReason == nil {
+        logger.info("draining", metadata: ["bridge.in_flight": "\(inFlight)"])
+        while inFlight > 0, Timestamp.monotonicNanoseconds() < deadline, fatalReason == nil {
             // Keep serving the group (and rebalance callbacks) while answers come in.
             _ = try? consumer.poll(maxMessages: 1, timeoutMilliseconds: 20)
         }

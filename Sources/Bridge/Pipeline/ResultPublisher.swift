@@ -1,5 +1,6 @@
 import Kafka
 import Observability
+import Synchronization
 
 /// Where the dispatcher's results go: Kafka in the pipeline, the terminal for `apns-bridge send`.
 protocol ResultSink: Sendable {
@@ -19,6 +20,7 @@ final class ResultPublisher: ResultSink {
     private let invalidTokensTopic: String
     private let deadLetterTopic: String
     private let onFatal: @Sendable (String) -> Void
+    private let unacknowledged = Atomic<Int>(0)
 
     init(producer: KafkaProducer, kafka: KafkaSettings, onFatal: @escaping @Sendable (String) -> Void) {
         self.producer = producer
@@ -26,6 +28,15 @@ final class ResultPublisher: ResultSink {
         self.invalidTokensTopic = kafka.invalidTokensTopic
         self.deadLetterTopic = kafka.deadLetterTopic
         self.onFatal = onFatal
+    }
+
+    /// Output records produced and not yet acknowledged by Kafka: part of what backpressure bounds,
+    /// so a slow Kafka cannot make results pile up in memory.
+    var pendingCount: Int { unacknowledged.load(ordering: .relaxed) }
+
+    /// Producer thread: Kafka acknowledged (or finally failed) one record.
+    func acknowledged() {
+        unacknowledged.subtract(1, ordering: .relaxed)
     }
 
     /// Publishes one result on the results topic, keyed by the request id.
@@ -61,9 +72,11 @@ final class ResultPublisher: ResultSink {
     ) {
         context.retain()
         let tag = context.retainedTag()
+        unacknowledged.add(1, ordering: .relaxed)
         do {
             try producer.produce(topic: topic, key: key, value: value, headers: headers, tag: tag)
         } catch {
+            unacknowledged.subtract(1, ordering: .relaxed)
             // Balance the tag's retain; the count stays held so the offset is never committed.
             _ = RequestContext.fromTag(tag)
             onFatal("producing to \(topic) failed: \(error)")
