@@ -77,7 +77,8 @@ public struct APNsClientConfiguration: Sendable {
 public final class APNsClient: Sendable {
     /// The name in logs and metrics, e.g. `chat/production`.
     public let name: String
-    private let slots: [APNsConnectionSlot]
+    /// The connections (internal for tests).
+    let slots: [APNsConnectionSlot]
     private let nextSlot = Atomic<Int>(0)
 
     /// Creates the pool; call `start()` to connect.
@@ -121,8 +122,11 @@ public final class APNsClient: Sendable {
     public func send(_ batch: [APNsPendingNotification]) {
         guard !batch.isEmpty else { return }
         let count = slots.count
+        // `outstanding` is counted here, before the hop, so `queuedCount` includes the batch as
+        // soon as `send` returns (the slot decrements it when each notification finishes).
         if count == 1 || batch.count == 1 {
             let slot = slots[nextSlot.add(1, ordering: .relaxed).oldValue % count]
+            slot.outstanding.add(batch.count, ordering: .relaxed)
             slot.loop.execute { slot.enqueue(batch) }
             return
         }
@@ -135,14 +139,16 @@ public final class APNsClient: Sendable {
             let end = min(start + chunk, batch.count)
             let part = Array(batch[start..<end])
             let slot = slots[(first + index) % count]
+            slot.outstanding.add(part.count, ordering: .relaxed)
             slot.loop.execute { slot.enqueue(part) }
             start = end
             index += 1
         }
     }
 
-    /// Closes every connection; queued and in-flight notifications finish with `.connectionLost`.
-    /// Returns when every slot has closed.
+    /// Closes every connection; queued and in-flight notifications finish with `.connectionLost`,
+    /// and notifications sent afterwards finish the same way at once. Returns when every slot has
+    /// closed. Call it before shutting down the event loop group (a stopped loop never answers).
     public func shutdown() {
         for slot in slots {
             slot.shutdown()

@@ -11,6 +11,7 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
     let name: String
     let loop: EventLoop
     /// Notifications queued or in flight on this slot (read from any thread for metrics).
+    /// `APNsClient.send` adds before handing a batch over; `finish` subtracts.
     let outstanding = Atomic<Int>(0)
 
     private let configuration: APNsClientConfiguration
@@ -28,6 +29,8 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
     private var reconnectDelay: UInt64
     private var reconnectScheduled = false
     private var isShuttingDown = false
+    /// The most streams ever open at once on this slot's connections (loop thread; for tests).
+    private(set) var peakActiveStreams = 0
 
     init(
         name: String,
@@ -43,6 +46,9 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
         self.tokenProvider = tokenProvider
         self.reconnectDelay = configuration.reconnectDelayNanoseconds
     }
+
+    /// Whether the slot has a connection ready for streams (loop thread; for tests).
+    var isConnected: Bool { connection?.isReady ?? false }
 
     /// Wires the slot to its pool; called once, before `connect()`.
     func attach(client: APNsClient, delegate: APNsClientDelegate) {
@@ -67,8 +73,8 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
         connection.start()
     }
 
+    /// Takes a batch the caller has already counted in `outstanding`.
     func enqueue(_ batch: [APNsPendingNotification]) {
-        outstanding.add(batch.count, ordering: .relaxed)
         if isShuttingDown {
             for item in batch {
                 finish(item, .failure(.connectionLost("client is shutting down")))
@@ -82,7 +88,8 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
     /// Moves queued notifications onto free streams. `flush` writes them out now; inside a
     /// connection callback the connection writes after its read pass, so no flush is needed.
     private func pump(flush: Bool) {
-        guard let connection, connection.isReady else { return }
+        // Runs after every finished stream: leave before signing when there is nothing to do.
+        guard let connection, queueHead < queue.count, connection.availableStreams > 0 else { return }
         var submitted = false
         let authorization: String?
         do {
@@ -102,6 +109,7 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
             submitted = true
         }
         compactQueue()
+        peakActiveStreams = max(peakActiveStreams, connection.activeStreams)
         if submitted && flush {
             connection.flush()
         }
@@ -127,10 +135,14 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
         guard !isShuttingDown, !reconnectScheduled else { return }
         reconnectScheduled = true
         let delay = reconnectDelay
-        reconnectDelay = min(reconnectDelay * 2, configuration.maxReconnectDelayNanoseconds)
+        let doubled = reconnectDelay.multipliedReportingOverflow(by: 2)
+        reconnectDelay = doubled.overflow
+            ? configuration.maxReconnectDelayNanoseconds
+            : min(doubled.partialValue, configuration.maxReconnectDelayNanoseconds)
         // Jitter of up to a quarter of the delay spreads reconnects of many slots.
         let jitter = UInt64.random(in: 0...(delay / 4 + 1))
-        loop.schedule(afterNanoseconds: delay + jitter) { [self] in connect() }
+        let total = delay.addingReportingOverflow(jitter)
+        loop.schedule(afterNanoseconds: total.overflow ? delay : total.partialValue) { [self] in connect() }
     }
 
     // MARK: - HTTP2ClientConnectionDelegate
@@ -186,14 +198,27 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
     // MARK: - Shutdown (any thread)
 
     /// Closes the connection and fails whatever is still queued; returns when the loop has done so.
+    ///
+    /// On the slot's own loop thread (e.g. from a delegate callback) it runs inline instead of
+    /// waiting for the loop, which would never come back.
     func shutdown() {
+        if loop.inEventLoop {
+            closeForShutdown()
+            return
+        }
         let done = DispatchSemaphore(value: 0)
         loop.execute { [self] in
-            isShuttingDown = true
-            connection?.close()
-            failQueued(reason: "client is shutting down")
+            closeForShutdown()
             done.signal()
         }
         done.wait()
+    }
+
+    /// Loop thread. Outside an nghttp2 callback `close()` finishes the open streams and calls
+    /// `connectionDidClose` before it returns; inside one the connection closes right after it.
+    private func closeForShutdown() {
+        isShuttingDown = true
+        connection?.close()
+        failQueued(reason: "client is shutting down")
     }
 }

@@ -1,0 +1,480 @@
+import Foundation
+import HTTP2
+import Synchronization
+import Testing
+@testable import APNs
+
+/// Records every delegate call by tag (a tag finished twice shows up as two entries).
+private final class DeliveryRecorder: APNsClientDelegate {
+    struct Delivery {
+        let token: String
+        let result: APNsDeliveryResult
+    }
+
+    private let deliveries = Mutex<[UInt64: [Delivery]]>([:])
+    private let calls = Atomic<Int>(0)
+
+    func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult) {
+        deliveries.withLock { $0[tag, default: []].append(Delivery(token: notification.token, result: result)) }
+        calls.add(1, ordering: .relaxed)
+    }
+
+    /// Delegate calls so far.
+    var callCount: Int { calls.load(ordering: .relaxed) }
+
+    /// Every delivery so far, by tag.
+    var snapshot: [UInt64: [Delivery]] { deliveries.withLock { $0 } }
+}
+
+/// Records like `DeliveryRecorder` and shuts the client down from inside its first callback,
+/// on the connection's loop thread.
+private final class ShutdownOnFirstAnswer: APNsClientDelegate {
+    let recorder = DeliveryRecorder()
+    private let shutDown = Atomic<Bool>(false)
+
+    func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult) {
+        recorder.apnsClient(client, didFinish: notification, tag: tag, result: result)
+        if !shutDown.exchange(true, ordering: .relaxed) {
+            client.shutdown()
+        }
+    }
+}
+
+/// An HTTP/2 server over TLS that takes requests and never answers them (keeps the responders).
+private final class SilentHandler: HTTP2ServerHandler {
+    private let held = Mutex<[HTTP2Responder]>([])
+
+    func handle(_ request: HTTP2ServerRequest, responder: HTTP2Responder) {
+        held.withLock { $0.append(responder) }
+    }
+
+    /// Requests received so far.
+    var receivedCount: Int { held.withLock { $0.count } }
+}
+
+/// Credentials, client TLS, token provider and client loops shared by one test.
+private struct ClientEnvironment {
+    let scratch: ScratchDirectory
+    let credentials: TestCredentials
+    let tls: TLSClientContext
+    let tokenProvider: APNsTokenProvider
+    let group: EventLoopGroup
+
+    init() throws {
+        scratch = try ScratchDirectory()
+        credentials = try TestCredentials.generate(in: scratch.path)
+        tls = try TLSClientContext(TLSClientConfiguration(caFile: credentials.caFile))
+        let signer = JWTSigner(key: try APNsSigningKey(pemFile: credentials.authKeyFile),
+                               keyID: credentials.keyID, teamID: credentials.teamID)
+        tokenProvider = APNsTokenProvider(signer: signer)
+        group = try EventLoopGroup(threads: 2, name: "apns-client-test")
+    }
+
+    func makeClient(
+        port: Int, connections: Int, delegate: APNsClientDelegate,
+        requestTimeoutNanoseconds: UInt64 = 10_000_000_000
+    ) -> APNsClient {
+        let configuration = APNsClientConfiguration(
+            host: "127.0.0.1", port: port, connections: connections,
+            requestTimeoutNanoseconds: requestTimeoutNanoseconds,
+            reconnectDelayNanoseconds: 10_000_000, maxReconnectDelayNanoseconds: 50_000_000)
+        return APNsClient(name: "test/sandbox", configuration: configuration, tls: tls, group: group,
+                          tokenProvider: tokenProvider, delegate: delegate)
+    }
+
+    /// A silent server on the test certificate, with its own loop; stop it with `stop`.
+    func startSilentServer(maxConcurrentStreams: Int) throws -> (HTTP2Server, EventLoopGroup, SilentHandler) {
+        let serverGroup = try EventLoopGroup(threads: 1, name: "silent-server")
+        let handler = SilentHandler()
+        do {
+            let server = try HTTP2Server(
+                host: "127.0.0.1", port: 0,
+                tls: TLSServerContext(certificateFile: credentials.serverCertificateFile,
+                                      privateKeyFile: credentials.serverPrivateKeyFile),
+                group: serverGroup, maxConcurrentStreams: maxConcurrentStreams, handler: handler)
+            return (server, serverGroup, handler)
+        } catch {
+            serverGroup.shutdown()
+            throw error
+        }
+    }
+
+    func tearDown() {
+        group.shutdown()
+        scratch.remove()
+    }
+}
+
+/// Holds a loopback port bound but not listening: connecting to it is refused, and no other
+/// socket picks it as an ephemeral port, yet a server with SO_REUSEADDR (`HTTP2Server`) may listen
+/// on it. Keeps tests running in parallel from stealing the port of a stopped simulator.
+/// Call `release()` when done.
+private final class PortReservation {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard bound else {
+            close(descriptor)
+            throw POSIXError(.EADDRINUSE)
+        }
+        self.descriptor = descriptor
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Frees the port.
+    func release() { close(descriptor) }
+}
+
+/// Waits until `condition` holds, polling; false when `timeout` passed first.
+private func waitUntil(timeout: Duration = .seconds(15), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return true
+}
+
+/// `waitUntil` for a condition that has to hop to a loop.
+private func waitUntilAsync(timeout: Duration = .seconds(15), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while await !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return true
+}
+
+/// A distinct valid device token for `index`.
+private func deviceToken(_ index: Int) -> String {
+    String(format: "%064lx", index)
+}
+
+/// A canonical apns-id for `index`, echoed by the simulator so answers can be matched to tags.
+private func apnsID(_ index: Int) -> String {
+    String(format: "00000000-0000-4000-8000-%012lx", index)
+}
+
+private func notification(token: String, id: String? = nil) -> APNsNotification {
+    APNsNotification(token: token, topic: sampleTopic, apnsID: id, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
+}
+
+/// Pending notifications for tags `range`, each to `deviceToken(tag)` with `apnsID(tag)`.
+private func batch(_ range: Range<Int>) -> [APNsPendingNotification] {
+    range.map { APNsPendingNotification(notification: notification(token: deviceToken($0), id: apnsID($0)), tag: UInt64($0)) }
+}
+
+/// The status of a single `.response`, or nil.
+private func status(_ deliveries: [DeliveryRecorder.Delivery]?) -> Int? {
+    guard let deliveries, deliveries.count == 1, case .response(let response) = deliveries[0].result else { return nil }
+    return response.status
+}
+
+/// Expects tags `range` each answered exactly once with 200 and their own apns-id and token.
+private func expectDelivered(_ recorder: DeliveryRecorder, _ range: Range<Int>) {
+    let snapshot = recorder.snapshot
+    var wrong = 0
+    for index in range {
+        guard let deliveries = snapshot[UInt64(index)], deliveries.count == 1,
+              case .response(let response) = deliveries[0].result, response.status == 200,
+              response.apnsID == apnsID(index), deliveries[0].token == deviceToken(index) else {
+            wrong += 1
+            continue
+        }
+    }
+    #expect(wrong == 0, "\(wrong) of \(range.count) notifications not answered exactly once with their 200")
+}
+
+/// Whether any slot of `client` has a ready connection, read on each slot's loop.
+private func anySlotConnected(_ client: APNsClient) async -> Bool {
+    for slot in client.slots {
+        let connected = await withCheckedContinuation { continuation in
+            slot.loop.execute { continuation.resume(returning: slot.isConnected) }
+        }
+        if connected { return true }
+    }
+    return false
+}
+
+/// The most streams a slot ever had open at once, read on its loop.
+private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
+    await withCheckedContinuation { continuation in
+        slot.loop.execute { continuation.resume(returning: slot.peakActiveStreams) }
+    }
+}
+
+@Suite struct APNsClientTests {
+    @Test(.timeLimit(.minutes(1)))
+    func deliversFiveThousandOverTwoConnectionsExactlyOnce() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration())
+        try simulator.start()
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+
+        let total = 5_000
+        var sent = 0
+        for size in [1, 7, 992, 2_000, 2_000] {   // single sends and multi-slot batches
+            client.send(batch(sent..<(sent + size)))
+            sent += size
+        }
+        #expect(sent == total)
+        #expect(client.queuedCount > 0)   // counted by `send` itself
+        #expect(await waitUntil { recorder.callCount >= total && client.queuedCount == 0 })
+        expectDelivered(recorder, 0..<total)
+        #expect(recorder.callCount == total)
+        #expect(client.queuedCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func answersValidUnregisteredAndMalformedTokensPerTag() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let unregistered = String(repeating: "0f", count: 32)
+        var configuration = environment.credentials.simulatorConfiguration()
+        configuration.unregisteredTokens = [unregistered: 1_700_000_000_123]
+        let simulator = try APNsSimulator(configuration: configuration)
+        try simulator.start()
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+
+        // Tag % 3: 0 valid, 1 unregistered, 2 malformed (too short, not hex).
+        let tokens = (0..<30).map { [deviceToken($0), unregistered, "not-a-token-\($0)"][$0 % 3] }
+        client.send(tokens.enumerated().map {
+            APNsPendingNotification(notification: notification(token: $0.element), tag: UInt64($0.offset))
+        })
+        #expect(await waitUntil { recorder.callCount >= tokens.count })
+
+        let snapshot = recorder.snapshot
+        for (index, token) in tokens.enumerated() {
+            let deliveries = try #require(snapshot[UInt64(index)])
+            try #require(deliveries.count == 1)
+            #expect(deliveries[0].token == token)
+            guard case .response(let response) = deliveries[0].result else {
+                Issue.record("tag \(index): no response")
+                continue
+            }
+            switch index % 3 {
+            case 0:
+                #expect(response.status == 200 && response.reason == nil)
+            case 1:
+                #expect(response.status == 410 && response.reason == .unregistered)
+                #expect(response.timestamp == 1_700_000_000_123)
+            default:
+                #expect(response.status == 400 && response.reason == .badDeviceToken)
+            }
+        }
+        #expect(recorder.callCount == tokens.count)
+        #expect(client.queuedCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func obeysTheServersConcurrentStreamLimit() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        var configuration = environment.credentials.simulatorConfiguration()
+        configuration.maxConcurrentStreams = 3
+        let simulator = try APNsSimulator(configuration: configuration)
+        try simulator.start()
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+
+        client.send(batch(0..<300))
+        #expect(await waitUntil { recorder.callCount >= 300 })
+        expectDelivered(recorder, 0..<300)
+        let peak = await peakActiveStreams(client.slots[0])
+        #expect(peak >= 1 && peak <= 3)
+
+        // Lowered at runtime: the connection keeps working under the new limit.
+        simulator.setMaxConcurrentStreams(1)
+        client.send(batch(300..<400))
+        #expect(await waitUntil { recorder.callCount >= 400 })
+        expectDelivered(recorder, 0..<400)
+        #expect(client.queuedCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func deliversWhatWasQueuedWhileTheServerWasUnreachable() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        // Nothing listens on the reserved port until the simulator starts.
+        let reservation = try PortReservation()
+        defer { reservation.release() }
+        let port = reservation.port
+
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: port, connections: 2, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+        client.send(batch(0..<50))
+        #expect(client.queuedCount == 50)
+        #expect(recorder.callCount == 0)
+
+        let first = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration(port: port))
+        try first.start()
+        #expect(await waitUntil { recorder.callCount >= 50 })
+        expectDelivered(recorder, 0..<50)
+
+        // Closed and restarted: the slots reconnect and deliver what was sent in between.
+        first.close()
+        #expect(await waitUntilAsync { await !anySlotConnected(client) })
+        client.send(batch(50..<100))
+        #expect(client.queuedCount == 50)
+        let second = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration(port: port))
+        try second.start()
+        defer { second.close() }
+        #expect(await waitUntil { recorder.callCount >= 100 })
+        // Sent after the close: queued until a connection was back, so none was lost in flight.
+        expectDelivered(recorder, 0..<100)
+        #expect(client.queuedCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func shutdownFailsQueuedNotificationsOnceWithoutAServer() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let reservation = try PortReservation()   // bound, never listening: connecting is refused
+        defer { reservation.release() }
+        let port = reservation.port
+
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: port, connections: 2, delegate: recorder)
+        client.start()
+        client.send(batch(0..<40))
+        client.shutdown()
+
+        #expect(recorder.callCount == 40)
+        let snapshot = recorder.snapshot
+        for tag in 0..<40 {
+            let deliveries = try #require(snapshot[UInt64(tag)])
+            try #require(deliveries.count == 1)
+            guard case .failure(.connectionLost) = deliveries[0].result else {
+                Issue.record("tag \(tag): \(deliveries[0].result)")
+                continue
+            }
+        }
+        #expect(client.queuedCount == 0)
+
+        // After shutdown, new notifications fail at once.
+        client.send(batch(40..<41))
+        #expect(await waitUntil { recorder.callCount >= 41 })
+        guard case .failure(.connectionLost)? = recorder.snapshot[40]?.first?.result else {
+            Issue.record("a notification sent after shutdown did not fail")
+            return
+        }
+        #expect(client.queuedCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func shutdownFailsInFlightAndQueuedNotificationsOnce() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let (server, serverGroup, handler) = try environment.startSilentServer(maxConcurrentStreams: 2)
+        defer {
+            server.close()
+            serverGroup.shutdown()
+        }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: server.port, connections: 1, delegate: recorder)
+        client.start()
+        client.send(batch(0..<5))
+        // Two streams reach the server (its limit), three stay queued.
+        #expect(await waitUntil { handler.receivedCount == 2 })
+        #expect(client.queuedCount == 5)
+        client.shutdown()
+
+        let snapshot = recorder.snapshot
+        #expect(recorder.callCount == 5)
+        for tag in 0..<5 {
+            let deliveries = try #require(snapshot[UInt64(tag)])
+            try #require(deliveries.count == 1)
+            guard case .failure(.connectionLost) = deliveries[0].result else {
+                Issue.record("tag \(tag): \(deliveries[0].result)")
+                continue
+            }
+        }
+        #expect(client.queuedCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func shutdownFromTheDelegateOnTheLoopThreadDoesNotDeadlock() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let (server, serverGroup, handler) = try environment.startSilentServer(maxConcurrentStreams: 2)
+        defer {
+            server.close()
+            serverGroup.shutdown()
+        }
+        let delegate = ShutdownOnFirstAnswer()
+        let client = environment.makeClient(port: server.port, connections: 1, delegate: delegate,
+                                            requestTimeoutNanoseconds: 100_000_000)
+        client.start()
+        client.send(batch(0..<6))
+        // The first timeout shuts the pool down from the loop; the rest fail once each.
+        #expect(await waitUntil { delegate.recorder.callCount >= 6 && client.queuedCount == 0 })
+        #expect(handler.receivedCount >= 1)
+        let snapshot = delegate.recorder.snapshot
+        #expect(snapshot.count == 6 && snapshot.values.allSatisfy { $0.count == 1 })
+        let failures = snapshot.values.filter {
+            if case .failure = $0[0].result { return true }
+            return false
+        }
+        #expect(failures.count == 6)
+        client.shutdown()   // idempotent, from the test thread
+        #expect(delegate.recorder.callCount == 6)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func reportsATimeoutWhenTheServerNeverAnswers() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let (server, serverGroup, handler) = try environment.startSilentServer(maxConcurrentStreams: 100)
+        defer {
+            server.close()
+            serverGroup.shutdown()
+        }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: server.port, connections: 1, delegate: recorder,
+                                            requestTimeoutNanoseconds: 150_000_000)
+        defer { client.shutdown() }
+        client.start()
+        client.send(batch(0..<3))
+        #expect(await waitUntil { handler.receivedCount == 3 && recorder.callCount >= 3 })
+
+        let snapshot = recorder.snapshot
+        for tag in 0..<3 {
+            let deliveries = try #require(snapshot[UInt64(tag)])
+            try #require(deliveries.count == 1)
+            guard case .failure(.timeout) = deliveries[0].result else {
+                Issue.record("tag \(tag): \(deliveries[0].result)")
+                continue
+            }
+        }
+        #expect(client.queuedCount == 0)
+    }
+}
