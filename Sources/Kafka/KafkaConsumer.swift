@@ -128,11 +128,43 @@ public final class KafkaConsumer: @unchecked Sendable {
         if commit != RD_KAFKA_RESP_ERR_NO_ERROR, commit != RD_KAFKA_RESP_ERR__NO_OFFSET {
             logger.warning("final offset commit failed", metadata: ["error": KafkaError(commit).description])
         }
+        leaveAssignment(timeoutMilliseconds: 10_000)
         let result = rd_kafka_consumer_close(client.pointer)
         if result != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("consumer close failed", metadata: ["error": KafkaError(result).description])
         }
         phase.withLock { $0 = .closed }
         client.destroy()
+    }
+
+    /// Unsubscribes and polls until the revocation was served and nothing is assigned (or
+    /// `timeoutMilliseconds` passed). Records polled meanwhile are dropped unprocessed.
+    ///
+    /// librdkafka 2.0.2 can hang in `rd_kafka_consumer_close` when a cooperative assignment
+    /// is still queued at close (librdkafka #4527, fixed in 2.4.0); giving up the assignment
+    /// through the normal poll path first avoids that state.
+    private func leaveAssignment(timeoutMilliseconds: Int) {
+        let unsubscribed = rd_kafka_unsubscribe(client.pointer)
+        guard unsubscribed == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            logger.warning("unsubscribe failed", metadata: ["error": KafkaError(unsubscribed).description])
+            return
+        }
+        let deadline = Timestamp.monotonicNanoseconds() + UInt64(timeoutMilliseconds) * 1_000_000
+        var dropped = 0
+        while Timestamp.monotonicNanoseconds() < deadline {
+            if let message = rd_kafka_consumer_poll(client.pointer, 50) {
+                if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR { dropped += 1 }
+                rd_kafka_message_destroy(message)
+                continue
+            }
+            var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+            let result = rd_kafka_assignment(client.pointer, &list)
+            let assigned = list.map { Int($0.pointee.cnt) } ?? 0
+            list.map { rd_kafka_topic_partition_list_destroy($0) }
+            if result != RD_KAFKA_RESP_ERR_NO_ERROR || assigned == 0 { break }
+        }
+        if dropped > 0 {
+            logger.debug("records dropped at close; they will be consumed again", metadata: ["records": "\(dropped)"])
+        }
     }
 }

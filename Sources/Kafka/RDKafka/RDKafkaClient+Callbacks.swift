@@ -21,7 +21,9 @@ extension RDKafkaClient {
             guard let context = RDKafkaClientContext.of(opaque: opaque) else { return }
             let text = reason.map { String(cString: $0) } ?? String(cString: rd_kafka_err2str(code))
             guard code == RD_KAFKA_RESP_ERR__FATAL else {
-                context.logger.warning("librdkafka error", metadata: [
+                // Connection failures are already in librdkafka's own log line (log_cb).
+                let level: Logger.Level = code == RD_KAFKA_RESP_ERR__TRANSPORT ? .debug : .warning
+                context.logger.log(level, "librdkafka error", metadata: [
                     "error": KafkaError.name(of: code.rawValue), "reason": text,
                 ])
                 return
