@@ -107,6 +107,7 @@ private let rebalanceCallback: @convention(c) (
         logger.info(isLost ? "partitions lost" : "partitions revoked", metadata: [
             "partitions": changed.map(\.description).joined(separator: ","),
         ])
+        context?.revokedDuringPoll.withLock { $0 += changed }
         handler?(isLost ? .lost(changed) : .revoked(changed))
         if isCooperative {
             if let error = rd_kafka_incremental_unassign(rk, partitions) {
