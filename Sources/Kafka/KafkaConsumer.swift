@@ -80,7 +80,8 @@ public final class KafkaConsumer: @unchecked Sendable {
     }
 
     /// Returns up to `maxMessages` records: waits up to `timeoutMilliseconds` for the first, then
-    /// takes only what is already fetched. Serves rebalances and errors meanwhile.
+    /// takes only what is already fetched. Serves rebalances and errors meanwhile; records of
+    /// partitions revoked or lost during this call are left out (nothing was stored for them).
     ///
     /// `rd_kafka_consume_batch_queue` was not used: in librdkafka 2.0.2 it waits for the whole
     /// timeout unless the batch fills, which delays small batches.
@@ -88,6 +89,7 @@ public final class KafkaConsumer: @unchecked Sendable {
     ///   errors (broker down, unknown topic) are logged and skipped.
     public func poll(maxMessages: Int, timeoutMilliseconds: Int32) throws -> [KafkaMessage] {
         guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
+        client.context.revokedDuringPoll.withLock { $0.removeAll() }
         var messages: [KafkaMessage] = []
         messages.reserveCapacity(min(maxMessages, 1024))
         var timeout = timeoutMilliseconds
@@ -112,6 +114,15 @@ public final class KafkaConsumer: @unchecked Sendable {
         if let fatal = client.context.fatalError.withLock({ $0 }) {
             throw fatal
         }
+        let revoked = client.context.revokedDuringPoll.withLock { revoked in
+            defer { revoked.removeAll() }
+            return revoked
+        }
+        if !revoked.isEmpty {
+            // Their new owner consumes them again from the committed offset.
+            let gone = Set(revoked)
+            messages.removeAll { gone.contains(KafkaTopicPartition(topic: $0.topic, partition: $0.partition)) }
+        }
         return messages
     }
 
@@ -128,11 +139,44 @@ public final class KafkaConsumer: @unchecked Sendable {
         if commit != RD_KAFKA_RESP_ERR_NO_ERROR, commit != RD_KAFKA_RESP_ERR__NO_OFFSET {
             logger.warning("final offset commit failed", metadata: ["error": KafkaError(commit).description])
         }
+        leaveAssignment(timeoutMilliseconds: 10_000)
         let result = rd_kafka_consumer_close(client.pointer)
         if result != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("consumer close failed", metadata: ["error": KafkaError(result).description])
         }
         phase.withLock { $0 = .closed }
         client.destroy()
+    }
+
+    /// Unsubscribes and polls until the revocation was served and nothing is assigned (or
+    /// `timeoutMilliseconds` passed). Records polled meanwhile are dropped unprocessed.
+    ///
+    /// librdkafka 2.0.2 can hang in `rd_kafka_consumer_close` (inside the final revocation's
+    /// `rd_kafka_incremental_unassign`) when a cooperative rebalance is in progress at close;
+    /// seen once in this module's tests, matching librdkafka #4527 (fixed in 2.4.0). Giving up
+    /// the assignment through the normal poll path first, as suggested there, avoids that state.
+    private func leaveAssignment(timeoutMilliseconds: Int) {
+        let unsubscribed = rd_kafka_unsubscribe(client.pointer)
+        guard unsubscribed == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            logger.warning("unsubscribe failed", metadata: ["error": KafkaError(unsubscribed).description])
+            return
+        }
+        let deadline = Timestamp.monotonicNanoseconds() + UInt64(timeoutMilliseconds) * 1_000_000
+        var dropped = 0
+        while Timestamp.monotonicNanoseconds() < deadline {
+            if let message = rd_kafka_consumer_poll(client.pointer, 50) {
+                if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR { dropped += 1 }
+                rd_kafka_message_destroy(message)
+                continue
+            }
+            var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+            let result = rd_kafka_assignment(client.pointer, &list)
+            let assigned = list.map { Int($0.pointee.cnt) } ?? 0
+            list.map { rd_kafka_topic_partition_list_destroy($0) }
+            if result != RD_KAFKA_RESP_ERR_NO_ERROR || assigned == 0 { break }
+        }
+        if dropped > 0 {
+            logger.debug("records dropped at close; they will be consumed again", metadata: ["records": "\(dropped)"])
+        }
     }
 }

@@ -11,13 +11,21 @@ import Synchronization
 public final class MockKafkaCluster: @unchecked Sendable {
     /// Kafka protocol ApiKeys for ``pushRequestErrors(apiKey:errors:)``.
     public enum APIKey {
+        /// Produce.
         public static let produce: Int16 = 0
+        /// Fetch.
         public static let fetch: Int16 = 1
+        /// OffsetCommit.
         public static let offsetCommit: Int16 = 8
+        /// OffsetFetch.
         public static let offsetFetch: Int16 = 9
+        /// FindCoordinator.
         public static let findCoordinator: Int16 = 10
+        /// JoinGroup.
         public static let joinGroup: Int16 = 11
+        /// Heartbeat.
         public static let heartbeat: Int16 = 12
+        /// SyncGroup.
         public static let syncGroup: Int16 = 14
     }
 

@@ -21,7 +21,9 @@ extension RDKafkaClient {
             guard let context = RDKafkaClientContext.of(opaque: opaque) else { return }
             let text = reason.map { String(cString: $0) } ?? String(cString: rd_kafka_err2str(code))
             guard code == RD_KAFKA_RESP_ERR__FATAL else {
-                context.logger.warning("librdkafka error", metadata: [
+                // Connection failures are already in librdkafka's own log line (log_cb).
+                let level: Logger.Level = code == RD_KAFKA_RESP_ERR__TRANSPORT ? .debug : .warning
+                context.logger.log(level, "librdkafka error", metadata: [
                     "error": KafkaError.name(of: code.rawValue), "reason": text,
                 ])
                 return
@@ -105,6 +107,7 @@ private let rebalanceCallback: @convention(c) (
         logger.info(isLost ? "partitions lost" : "partitions revoked", metadata: [
             "partitions": changed.map(\.description).joined(separator: ","),
         ])
+        context?.revokedDuringPoll.withLock { $0 += changed }
         handler?(isLost ? .lost(changed) : .revoked(changed))
         if isCooperative {
             if let error = rd_kafka_incremental_unassign(rk, partitions) {

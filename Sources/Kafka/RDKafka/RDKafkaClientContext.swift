@@ -13,6 +13,8 @@ final class RDKafkaClientContext: Sendable {
     let deliveryHandler: (@Sendable (UInt64, KafkaError?) -> Void)?
     /// Called by the rebalance callback (consumers only); set at any time.
     let rebalanceHandler = Mutex<(@Sendable (KafkaRebalanceEvent) -> Void)?>(nil)
+    /// Partitions revoked or lost by rebalances during the current `poll` (consumers only).
+    let revokedDuringPoll = Mutex<[KafkaTopicPartition]>([])
     /// The first fatal error reported by librdkafka's error callback, if any.
     let fatalError = Mutex<KafkaError?>(nil)
 

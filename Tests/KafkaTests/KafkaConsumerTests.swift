@@ -1,0 +1,136 @@
+import Foundation
+import Kafka
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct KafkaConsumerTests {
+    @Test func groupMemberReceivesEveryRecordWithHeadersAndTimestamps() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("requests", partitions: 3)
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
+            deliveryHandler: { _, _ in })
+        defer { producer.close() }
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let count = 600
+        for index in 0..<count {
+            try producer.produce(
+                topic: "requests", key: index % 10 == 0 ? nil : Array("key-\(index)".utf8),
+                value: Array("value-\(index)".utf8),
+                headers: [(name: "request-id", value: Array("r\(index)".utf8)), (name: "empty", value: [])],
+                tag: UInt64(index))
+        }
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+
+        let consumer = try KafkaConsumer(
+            bootstrapServers: cluster.bootstrapServers, groupID: "readers", topics: ["requests"],
+            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        defer { consumer.close() }
+        let messages = try KafkaTestSupport.consume(consumer, count: count, seconds: 30)
+        #expect(messages.count == count)
+
+        for message in messages {
+            let value = try #require(message.value)
+            let index = try #require(Int(String(decoding: value, as: UTF8.self).dropFirst(6)))
+            #expect(message.topic == "requests")
+            #expect(message.key == (index % 10 == 0 ? nil : Array("key-\(index)".utf8)))
+            #expect(message.headers.map(\.name) == ["request-id", "empty"])
+            #expect(message.header("request-id") == Array("r\(index)".utf8))
+            #expect(message.header("empty") == [])
+            let timestamp = try #require(message.timestampMilliseconds)
+            #expect(timestamp >= before - 1 && timestamp <= after + 1)
+        }
+        #expect(Set(messages.map { "\($0.partition)/\($0.offset)" }).count == count)
+        var lastOffset: [Int32: Int64] = [:]
+        for message in messages {
+            #expect(message.offset > lastOffset[message.partition, default: -1])
+            lastOffset[message.partition] = message.offset
+        }
+    }
+
+    @Test func onlyStoredOffsetsAreCommitted() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("work", partitions: 2)
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
+            deliveryHandler: { _, _ in })
+        try KafkaTestSupport.produce(producer, topic: "work", count: 40)
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
+        producer.close()
+
+        let consumer = try KafkaConsumer(
+            bootstrapServers: cluster.bootstrapServers, groupID: "workers", topics: ["work"],
+            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        let messages = try KafkaTestSupport.consume(consumer, count: 40, seconds: 30)
+        #expect(messages.count == 40)
+        let partitionZero = messages.filter { $0.partition == 0 }
+        let partitionOne = messages.filter { $0.partition == 1 }
+        try #require(partitionZero.count >= 2 && !partitionOne.isEmpty)
+
+        // Partition 0: everything but its last record processed. Partition 1: nothing stored.
+        let processedThrough = partitionZero[partitionZero.count - 2].offset
+        let zero = KafkaTopicPartition(topic: "work", partition: 0)
+        try consumer.storeOffsets([(zero, nextOffset: processedThrough + 1)])
+        try consumer.commitSync()
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: cluster.bootstrapServers, groupID: "workers", topic: "work", partitions: 2)
+        #expect(committed == [0: processedThrough + 1])
+
+        // close() commits what was stored since.
+        try consumer.storeOffsets([(zero, nextOffset: partitionZero.last!.offset + 1)])
+        consumer.close()
+        let final = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: cluster.bootstrapServers, groupID: "workers", topic: "work", partitions: 2)
+        #expect(final == [0: partitionZero.last!.offset + 1])
+        #expect(throws: KafkaError.self) { try consumer.poll(maxMessages: 1, timeoutMilliseconds: 0) }
+        consumer.close()  // idempotent
+    }
+
+    @Test func storingOffsetsOfAnUnassignedPartitionFails() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("assigned", partitions: 1)
+        let consumer = try KafkaConsumer(
+            bootstrapServers: cluster.bootstrapServers, groupID: "g", topics: ["assigned"],
+            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        defer { consumer.close() }
+        #expect(try KafkaTestSupport.poll([consumer], seconds: 20) { try consumer.assignment().count == 1 })
+        let error = #expect(throws: KafkaError.self) {
+            try consumer.storeOffsets([(KafkaTopicPartition(topic: "other", partition: 0), nextOffset: 5)])
+        }
+        #expect(error?.message.contains("other/0") == true)
+    }
+
+    @Test func pauseStopsDeliveryAndResumeRestartsIt() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("pausable", partitions: 2)
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
+            deliveryHandler: { _, _ in })
+        defer { producer.close() }
+        let consumer = try KafkaConsumer(
+            bootstrapServers: cluster.bootstrapServers, groupID: "pausers", topics: ["pausable"],
+            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        defer { consumer.close() }
+
+        try KafkaTestSupport.produce(producer, topic: "pausable", count: 10)
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
+        #expect(try KafkaTestSupport.consume(consumer, count: 10, seconds: 30).count == 10)
+
+        let assigned = try consumer.assignment()
+        #expect(assigned.count == 2)
+        try consumer.pause(assigned)
+        try KafkaTestSupport.produce(producer, topic: "pausable", count: 10, first: 10)
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
+        #expect(try KafkaTestSupport.consume(consumer, count: 1, seconds: 1.5).isEmpty)
+
+        try consumer.resume(assigned)
+        let resumed = try KafkaTestSupport.consume(consumer, count: 10, seconds: 10)
+        #expect(resumed.count == 10)
+        #expect(Set(resumed.compactMap(\.value)) == Set((10..<20).map { Array("value-\($0)".utf8) }))
+    }
+}
