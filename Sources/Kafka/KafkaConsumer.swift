@@ -100,7 +100,7 @@ public final class KafkaConsumer: @unchecked Sendable {
             let code = message.pointee.err
             guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
                 if code == RD_KAFKA_RESP_ERR__FATAL {
-                    throw client.fatalError() ?? KafkaError(code)
+                    throw client.pendingFatalError() ?? KafkaError(code)
                 }
                 let reason = rd_kafka_message_errstr(message).map { String(cString: $0) } ?? ""
                 logger.warning("consumer error", metadata: [

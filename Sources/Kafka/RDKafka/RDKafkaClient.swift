@@ -62,7 +62,7 @@ final class RDKafkaClient: @unchecked Sendable {
     }
 
     /// The fatal error librdkafka raised on this client, if any (`rd_kafka_fatal_error`).
-    func fatalError() -> KafkaError? {
+    func pendingFatalError() -> KafkaError? {
         var text = [CChar](repeating: 0, count: 512)
         let code = rd_kafka_fatal_error(pointer, &text, text.count)
         guard code != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
