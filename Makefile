@@ -15,9 +15,11 @@ release: setup
 	$(SWIFT) build -c release
 
 ## Runs the whole test suite (unit and end-to-end) against the real libraries on loopback.
+## One test at a time: many tests run servers, event loops and Kafka clients of their own, and on
+## a 2-core machine parallel tests starve each other's threads (about a minute either way).
 test: setup
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --no-parallel
 
 ## Runs the demo: mock Kafka cluster + APNs simulator + the pipeline, all on loopback.
 run: setup

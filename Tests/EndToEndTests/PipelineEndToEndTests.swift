@@ -30,6 +30,22 @@ struct PipelineEndToEndTests {
         }
     }
 
+    @Test func aTinyInFlightLimitPausesAndResumesWithoutLosingAnything() throws {
+        let workload = DemoWorkload(count: 80, seed: 3)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+        let configuration = try environment.configuration(groupID: "e2e-backpressure", extra: "limits: {max_in_flight: 2}")
+        #expect(configuration.limits.maxInFlight == 2)
+
+        let report = try DemoRunner.run(workload: workload, environment: environment, configuration: configuration)
+
+        #expect(report.mismatches.isEmpty, "\(report.mismatches.prefix(5))")
+        #expect(report.results == workload.expectedResults)
+        #expect(report.committedRecords == Int64(workload.records.count))
+        #expect(report.pipelineExitCode == 0)
+        #expect(report.fetchPauses > 0)
+    }
+
     @Test func outputRecordsCarryTheContractsKeysHeadersAndFields() throws {
         let unregistered = String(repeating: "ab", count: 32)
         let delivered = String(repeating: "0f", count: 32)

@@ -19,6 +19,8 @@ public struct DemoReport: Sendable {
     public var producedRecords = 0
     /// The pipeline's exit code (0 after a clean stop).
     public var pipelineExitCode: Int32 = -1
+    /// How often the bridge paused fetching for backpressure.
+    public var fetchPauses = 0
     /// Wall time from the first request to the last result, in seconds.
     public var seconds = 0.0
 
@@ -82,6 +84,7 @@ public enum DemoRunner {
             usleep(10_000)
         }
         report.pipelineExitCode = exitCode.withLock { $0 } ?? -1
+        report.fetchPauses = pipeline.fetchPauseCount
         let committed = try KafkaTopicReader.committedOffsets(
             bootstrapServers: environment.kafka.bootstrapServers, groupID: configuration.kafka.groupID,
             topic: environment.requestTopic, partitions: environment.partitions

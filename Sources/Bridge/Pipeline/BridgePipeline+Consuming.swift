@@ -121,6 +121,7 @@ extension BridgePipeline {
                 do {
                     try consumer.pause(assignment)
                     paused = assignment
+                    fetchPauses.add(1, ordering: .relaxed)
                     logger.debug("paused fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
                 } catch {
                     logger.warning("pausing partitions failed", metadata: ["error": "\(error)"])

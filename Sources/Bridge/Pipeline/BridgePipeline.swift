@@ -21,6 +21,7 @@ public final class BridgePipeline: Sendable {
     let partitions = Mutex<[KafkaTopicPartition: PartitionProgress]>([:])
     let pausedPartitions = Mutex<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
+    let fetchPauses = Atomic<Int>(0)
     private let fatalState = Mutex<String?>(nil)
 
     /// Builds every component from the configuration; nothing is fetched until `run()`.
@@ -70,6 +71,11 @@ public final class BridgePipeline: Sendable {
     /// Asks `run()` to stop: it stops fetching, drains in-flight work, commits and returns. Any thread.
     public func requestStop() {
         stopRequested.store(true, ordering: .releasing)
+    }
+
+    /// How many times fetching was paused because `limits.max_in_flight` was reached.
+    public var fetchPauseCount: Int {
+        fetchPauses.load(ordering: .relaxed)
     }
 
     var isStopRequested: Bool {
