@@ -4,7 +4,8 @@ import PackageDescription
 /// apns-bridge: Kafka → APNs over HTTP/2 → Kafka results.
 ///
 /// C libraries come from Debian (`scripts/setup` installs them) and enter Swift only through the
-/// four `systemLibrary` targets below. Only `Kafka`, `HTTP2`, `APNs` and `YAML` import them.
+/// four `systemLibrary` targets below. Only `Kafka`, `HTTP2`, `APNs` and `YAML` import them;
+/// `JSON` (the strict request and answer parser) and `Bridge` are plain Swift.
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
@@ -23,11 +24,12 @@ let package = Package(
         .target(name: "Observability", swiftSettings: strictSettings),
         .target(name: "Kafka", dependencies: ["CRdKafka", "Observability"], swiftSettings: strictSettings),
         .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "Observability"], swiftSettings: strictSettings),
-        .target(name: "APNs", dependencies: ["HTTP2", "COpenSSL", "Observability"], swiftSettings: strictSettings),
+        .target(name: "JSON", swiftSettings: strictSettings),
+        .target(name: "APNs", dependencies: ["HTTP2", "COpenSSL", "JSON", "Observability"], swiftSettings: strictSettings),
         .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: strictSettings),
         .target(
             name: "Bridge",
-            dependencies: ["Kafka", "HTTP2", "APNs", "YAML", "Observability"],
+            dependencies: ["Kafka", "HTTP2", "APNs", "JSON", "YAML", "Observability"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -37,12 +39,13 @@ let package = Package(
         ),
 
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: strictSettings),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "APNs"], swiftSettings: strictSettings),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "HTTP2"], swiftSettings: strictSettings),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "HTTP2", "JSON"], swiftSettings: strictSettings),
         .testTarget(name: "BridgeTests", dependencies: ["Bridge", "YAML", "Kafka", "APNs"], swiftSettings: strictSettings),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Bridge", "Kafka", "APNs", "HTTP2", "Observability"],
+            dependencies: ["Bridge", "Kafka", "APNs", "HTTP2", "JSON", "Observability"],
             swiftSettings: strictSettings
         ),
     ],

@@ -1,3 +1,4 @@
+import JSON
 /// APNs's answer to one notification.
 public struct APNsResponse: Sendable, Equatable {
     /// HTTP status (200 delivered; 4xx/5xx see `reason`).
@@ -33,8 +34,8 @@ public struct APNsResponse: Sendable, Equatable {
             default: break
             }
         }
-        guard status != 200, !body.isEmpty, let object = FlatJSONObject.parse(body) else { return }
-        if case .string(let text)? = object["reason"] { reason = APNsReason(text) }
-        if case .integer(let milliseconds)? = object["timestamp"] { timestamp = milliseconds }
+        guard status != 200, !body.isEmpty, let object = JSONScanner.parseObjectWithUniqueMembers(body) else { return }
+        if let text = object["reason"]?.stringValue { reason = APNsReason(text) }
+        if let milliseconds = object["timestamp"]?.int64Value { timestamp = milliseconds }
     }
 }

@@ -1,3 +1,4 @@
+import JSON
 import COpenSSL
 import Observability
 
@@ -82,20 +83,20 @@ public struct JWTVerifier: Sendable {
         let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .invalidToken("not three dot-separated parts") }
         guard let headerBytes = Base64URL.decode(bytes: Array(parts[0])),
-              let header = FlatJSONObject.parse(headerBytes) else {
+              let header = JSONScanner.parseObjectWithUniqueMembers(headerBytes) else {
             throw .invalidToken("header is not base64url JSON")
         }
-        guard header["alg"] == .string("ES256") else { throw .invalidToken("alg is not ES256") }
-        guard case .string(let keyID)? = header["kid"] else { throw .invalidToken("no kid") }
+        guard header["alg"]?.stringValue == "ES256" else { throw .invalidToken("alg is not ES256") }
+        guard let keyID = header["kid"]?.stringValue else { throw .invalidToken("no kid") }
         guard let trusted = keys[keyID] else { throw .invalidToken("unknown kid") }
 
         guard let claimBytes = Base64URL.decode(bytes: Array(parts[1])),
-              let claims = FlatJSONObject.parse(claimBytes) else {
+              let claims = JSONScanner.parseObjectWithUniqueMembers(claimBytes) else {
             throw .invalidToken("claims are not base64url JSON")
         }
-        guard case .string(let teamID)? = claims["iss"] else { throw .invalidToken("no iss") }
+        guard let teamID = claims["iss"]?.stringValue else { throw .invalidToken("no iss") }
         guard teamID == trusted.teamID else { throw .invalidToken("iss does not match the key's team") }
-        guard case .integer(let issuedAt)? = claims["iat"] else { throw .invalidToken("iat is not an integer") }
+        guard let issuedAt = claims["iat"]?.int64Value else { throw .invalidToken("iat is not an integer") }
 
         guard let rawSignature = Base64URL.decode(bytes: Array(parts[2])),
               rawSignature.count == ECDSASignatureFormat.scalarLength * 2 else {

@@ -73,7 +73,7 @@ import Testing
 
     /// Random interleavings of track / complete / commit checks against a simple model.
     @Test func matchesAReferenceModel() {
-        var rng = SplitMix64(seed: 0x0FF5E7)
+        var rng = SeededGenerator(seed: 0x0FF5E7)
         for _ in 0..<200 {
             var tracker = PartitionOffsetTracker(initialCapacity: 2)
             var tracked: [Int64] = []          // model: every tracked offset in order

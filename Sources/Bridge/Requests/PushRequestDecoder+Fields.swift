@@ -1,3 +1,4 @@
+import JSON
 /// The top-level fields of a request object, each found at most once.
 struct RequestFields {
     var id: JSONValue?
@@ -117,10 +118,14 @@ extension PushRequestDecoder {
             if index == 8 || index == 13 || index == 18 || index == 23 {
                 guard byte == UInt8(ascii: "-") else { return nil }
             } else {
-                guard JSONStringDecoding.hexDigit(byte) != nil else { return nil }
+                guard isHexDigit(byte) else { return nil }
             }
         }
         return lowercasedASCII(text)
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
     }
 
     static func lowercasedASCII(_ text: String) -> String {

@@ -1,3 +1,4 @@
+import JSON
 import APNs
 /// An app as the decoder needs it: the name requests use, bundle id, default environment.
 public struct RegisteredApp: Sendable, Hashable {

@@ -1,6 +1,6 @@
 /// Strict UTF-8 checks (RFC 3629): no overlong forms, no surrogates (U+D800–U+DFFF), nothing
 /// above U+10FFFF, no truncated sequences.
-enum UTF8Validation {
+public enum UTF8Validation {
     /// The length of the well-formed sequence starting at `index`, or nil if it is malformed.
     /// `bytes[index]` must be ≥ 0x80 (ASCII is handled by callers).
     @inline(__always)
@@ -55,7 +55,7 @@ enum UTF8Validation {
     }
 
     /// Whether `bytes` is entirely well-formed UTF-8.
-    static func isValid(_ bytes: [UInt8]) -> Bool {
+    public static func isValid(_ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBufferPointer { firstInvalidOffset($0) == nil }
     }
 }

@@ -1,4 +1,4 @@
-@testable import Bridge
+@testable import JSON
 import Testing
 
 @Suite struct JSONScannerTests {
