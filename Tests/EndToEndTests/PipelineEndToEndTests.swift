@@ -46,6 +46,37 @@ struct PipelineEndToEndTests {
         #expect(report.fetchPauses > 0)
     }
 
+    @Test func offsetsAreNotCommittedWhenKafkaRefusesTheResults() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let records = (0..<5).map { index in
+            DemoWorkload.Record(
+                key: Array("r\(index)".utf8),
+                value: Array(#"{"token":"\#(String(repeating: "7e", count: 32))","payload":{"aps":{}}}"#.utf8)
+            )
+        }
+        try WorkloadStub(records: records).produce(to: environment)
+        // From now on every Produce request fails permanently: no result can be acknowledged.
+        environment.kafka.pushRequestErrors(
+            apiKey: MockKafkaCluster.APIKey.produce, errors: Array(repeating: 29, count: 500)  // TOPIC_AUTHORIZATION_FAILED
+        )
+
+        let pipeline = try BridgePipeline(configuration: try environment.configuration(groupID: "e2e-refused"))
+        let runner = PipelineThread(pipeline)
+        let deadline = Date().addingTimeInterval(60)
+        while pipeline.fatalErrorDescription == nil, Date() < deadline {
+            usleep(20_000)
+        }
+        #expect(pipeline.fatalErrorDescription?.contains("could not be delivered") == true)
+        #expect(runner.stop() == 1)
+
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: "e2e-refused",
+            topic: environment.requestTopic, partitions: 1
+        )
+        #expect(committed[0] == nil)
+    }
+
     @Test func outputRecordsCarryTheContractsKeysHeadersAndFields() throws {
         let unregistered = String(repeating: "ab", count: 32)
         let delivered = String(repeating: "0f", count: 32)

@@ -97,6 +97,11 @@ public final class BridgePipeline: Sendable {
     var fatalReason: String? {
         fatalState.withLock { $0 }
     }
+
+    /// The fatal error that stopped (or is stopping) `run()`, if any.
+    public var fatalErrorDescription: String? {
+        fatalReason
+    }
 }
 
 /// A weak, late-bound reference that lets callbacks created before the pipeline reach it.
