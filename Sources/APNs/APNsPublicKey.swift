@@ -12,17 +12,7 @@ public final class APNsPublicKey: @unchecked Sendable {
     /// Loads a public key from PEM text (`-----BEGIN PUBLIC KEY-----` …).
     public init(pem: String) throws(APNsKeyError) {
         let loaded = OpenSSLSupport.withMemoryBIO(pem) { PEM_read_bio_PUBKEY($0, nil, { _, _, _, _ in 0 }, nil) }
-        guard let key = loaded else {
-            ERR_clear_error()
-            throw .notAPublicKeyPEM
-        }
-        do {
-            try OpenSSLSupport.requireP256(key)
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
-        pointer = key
+        pointer = try OpenSSLSupport.adoptP256(loaded, missing: .notAPublicKeyPEM)
     }
 
     deinit {

@@ -31,17 +31,7 @@ public final class APNsSigningKey: @unchecked Sendable {
     }
 
     private init(loaded key: OpaquePointer?) throws(APNsKeyError) {
-        guard let key else {
-            ERR_clear_error()
-            throw .notAPrivateKeyPEM
-        }
-        do {
-            try OpenSSLSupport.requireP256(key)
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
-        pointer = key
+        pointer = try OpenSSLSupport.adoptP256(key, missing: .notAPrivateKeyPEM)
     }
 
     deinit {

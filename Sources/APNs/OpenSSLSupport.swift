@@ -24,6 +24,22 @@ enum OpenSSLSupport {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Takes ownership of a freshly loaded key: returns it when it is an EC P-256 key, otherwise
+    /// frees it and throws (`missing` when loading failed, `unsupportedKeyType` for another kind).
+    static func adoptP256(_ key: OpaquePointer?, missing: APNsKeyError) throws(APNsKeyError) -> OpaquePointer {
+        guard let key else {
+            ERR_clear_error()
+            throw missing
+        }
+        do {
+            try requireP256(key)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        return key
+    }
+
     /// Checks that `key` is an EC key on P-256; otherwise throws `unsupportedKeyType` naming what it is.
     static func requireP256(_ key: OpaquePointer) throws(APNsKeyError) {
         guard EVP_PKEY_is_a(key, "EC") == 1 else {
