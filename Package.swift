@@ -38,6 +38,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"], swiftSettings: strictSettings),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "APNs"], swiftSettings: strictSettings),

@@ -120,6 +120,12 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         let context = RequestContext.fromTag(tag)
         inFlightCount.subtract(1, ordering: .relaxed)
         let (pushResult, invalidToken) = APNsAnswerInterpreter.interpret(result, notification: notification, request: context.facts)
+        if pushResult.outcome != .delivered, logger.isEnabled(.debug) {
+            logger.debug("notification not delivered", metadata: [
+                "apns.token": Redact.token(notification.token), "bridge.outcome": pushResult.outcome.rawValue,
+                "apns.reason": pushResult.reason ?? "", "bridge.request_id": context.requestID,
+            ])
+        }
         publisher.publishResult(pushResult, context: context)
         if let invalidToken {
             publisher.publishInvalidToken(invalidToken, context: context)
