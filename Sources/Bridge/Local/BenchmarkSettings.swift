@@ -1,0 +1,63 @@
+/// What `apns-bridge bench` runs: the workload's shape and the bridge's and simulator's settings.
+public struct BenchmarkSettings: Sendable, Equatable {
+    /// Request records to produce.
+    public var requests: Int
+    /// Distinct device tokens in each request (one notification and one result each).
+    public var tokensPerRequest: Int
+    /// Partitions of every topic of the mock cluster (may be raised, see `MockPartitionBudget`).
+    public var partitions: Int
+    /// HTTP/2 connections of the app's pool (and of the h2load reference run).
+    public var connections: Int
+    /// The bridge's `limits.max_in_flight`.
+    public var maxInFlight: Int
+    /// Event loop threads of the simulator.
+    public var simulatorThreads: Int
+    /// Whether to measure the simulator with h2load first.
+    public var runH2Load: Bool
+    /// The most notifications the h2load reference sends.
+    public var h2loadNotificationCap: Int
+    /// Give up when no result arrived for this long.
+    public var idleTimeoutSeconds: Double
+
+    /// The defaults of `apns-bridge bench`: 20,000 requests of 5 tokens (100,000 notifications).
+    public init(requests: Int = 20_000, tokensPerRequest: Int = 5, partitions: Int = 8, connections: Int = 4,
+                maxInFlight: Int = 20_000, simulatorThreads: Int = 1, runH2Load: Bool = true,
+                h2loadNotificationCap: Int = 200_000, idleTimeoutSeconds: Double = 30) {
+        self.requests = requests
+        self.tokensPerRequest = tokensPerRequest
+        self.partitions = partitions
+        self.connections = connections
+        self.maxInFlight = maxInFlight
+        self.simulatorThreads = simulatorThreads
+        self.runH2Load = runH2Load
+        self.h2loadNotificationCap = h2loadNotificationCap
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+    }
+
+    /// Notifications (and results) the workload yields.
+    public var notifications: Int { requests * tokensPerRequest }
+}
+
+/// How many partitions a topic of librdkafka 2.0.2's mock cluster needs so that none loses
+/// records: the mock keeps at most 5 MB or 100,000 records per partition and silently drops the
+/// oldest beyond that. Planned with headroom (60 % of either limit) because keys hash unevenly.
+public enum MockPartitionBudget {
+    /// Bytes a mock partition keeps before dropping its oldest records.
+    public static let partitionBytes = 5 * 1024 * 1024
+    /// Records a mock partition keeps before dropping its oldest records.
+    public static let partitionRecords = 100_000
+    /// The share of either limit a plan may use.
+    public static let headroom = 0.6
+    /// Per-record bytes on top of key and value in a record batch (length, deltas, header count,
+    /// plus a share of the batch header), estimated generously.
+    public static let recordOverheadBytes = 40
+
+    /// The fewest partitions that keep `records` records of about `bytesPerRecord` bytes
+    /// (key, value and headers) within the budget.
+    public static func partitionsNeeded(records: Int, bytesPerRecord: Int) -> Int {
+        let bytes = Double(records) * Double(bytesPerRecord + recordOverheadBytes)
+        let bySize = (bytes / (Double(partitionBytes) * headroom)).rounded(.up)
+        let byCount = (Double(records) / (Double(partitionRecords) * headroom)).rounded(.up)
+        return max(1, Int(max(bySize, byCount)))
+    }
+}
