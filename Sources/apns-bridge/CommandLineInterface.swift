@@ -18,6 +18,7 @@ enum CommandLineInterface {
       apns-bridge send --token HEX …         send one notification without Kafka and print its result
       apns-bridge simulator …                run the APNs simulator (HTTP/2 + TLS) on this machine
       apns-bridge demo [--requests N]        mock Kafka + simulator + bridge, end to end, on loopback
+      apns-bridge bench [--requests N …]     measure the bridge against the simulator, next to h2load
       apns-bridge --version | --help         (every command takes --help)
 
     """
@@ -35,6 +36,7 @@ enum CommandLineInterface {
             case "send": return try SendCommand.main(rest)
             case "simulator": return try SimulatorCommand.main(rest)
             case "demo": return try DemoCommand.main(rest)
+            case "bench": return try BenchCommand.main(rest)
             case "--version", "version": write("apns-bridge \(version)\n", to: 1); return 0
             case "--help", "-h", "help": write(usage, to: 1); return 0
             default:

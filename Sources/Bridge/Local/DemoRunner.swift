@@ -2,7 +2,6 @@ import JSON
 import Foundation
 import Kafka
 import Observability
-import Synchronization
 
 /// What a demo (or an end-to-end test) run saw.
 public struct DemoReport: Sendable {
@@ -45,16 +44,8 @@ public enum DemoRunner {
         var report = DemoReport()
         report.producedRecords = workload.records.count
         let started = Date()
-        try produce(workload.records, topic: environment.requestTopic, brokers: environment.kafka.bootstrapServers)
-
-        let pipeline = try BridgePipeline(configuration: configuration)
-        let exitCode = Mutex<Int32?>(nil)
-        let thread = Thread {
-            let code = pipeline.run()
-            exitCode.withLock { $0 = code }
-        }
-        thread.name = "bridge-consumer"
-        thread.start()
+        try environment.produceRequests(workload.records)
+        let bridge = try BackgroundPipeline(configuration: configuration)
 
         let observer = try KafkaConsumer(
             bootstrapServers: environment.kafka.bootstrapServers,
@@ -69,7 +60,7 @@ public enum DemoRunner {
         let deadline = started.addingTimeInterval(timeoutSeconds)
         while report.results < workload.expectedResults || report.deadLetters < workload.expectedDeadLetters
             || report.invalidTokens < workload.expectedInvalidTokens, Date() < deadline,
-            exitCode.withLock({ $0 }) == nil {
+            bridge.exitCode == nil {
             for message in try observer.poll(maxMessages: 1000, timeoutMilliseconds: 100) {
                 record(message, environment: environment, report: &report, seen: &seen)
             }
@@ -80,17 +71,9 @@ public enum DemoRunner {
         }
         report.seconds = Date().timeIntervalSince(started)
 
-        pipeline.requestStop()
-        while exitCode.withLock({ $0 }) == nil {
-            usleep(10_000)
-        }
-        report.pipelineExitCode = exitCode.withLock { $0 } ?? -1
-        report.fetchPauses = pipeline.fetchPauseCount
-        let committed = try KafkaTopicReader.committedOffsets(
-            bootstrapServers: environment.kafka.bootstrapServers, groupID: configuration.kafka.groupID,
-            topic: environment.requestTopic, partitions: environment.partitions
-        )
-        report.committedRecords = committed.values.reduce(0) { $0 + max(0, $1) }
+        report.pipelineExitCode = bridge.stop()
+        report.fetchPauses = bridge.pipeline.fetchPauseCount
+        report.committedRecords = try environment.committedRequestCount(groupID: configuration.kafka.groupID)
         for (key, outcome) in workload.expectedOutcomes where seen[key] != outcome {
             report.mismatches.append("\(key): expected \(outcome.rawValue), got \(seen[key]?.rawValue ?? "nothing")")
         }
@@ -118,22 +101,6 @@ public enum DemoRunner {
             if seen.updateValue(outcome, forKey: key) != nil {
                 report.mismatches.append("\(key): more than one result")
             }
-        }
-    }
-
-    /// Produces the records and waits until Kafka has acknowledged every one.
-    static func produce(_ records: [DemoWorkload.Record], topic: String, brokers: String) throws {
-        let failures = Atomic<Int>(0)
-        let producer = try KafkaProducer(
-            bootstrapServers: brokers, properties: ["linger.ms": "5"], logger: Logger(label: "demo.producer"),
-            deliveryHandler: { _, error in if error != nil { failures.add(1, ordering: .relaxed) } }
-        )
-        defer { producer.close() }
-        for (index, record) in records.enumerated() {
-            try producer.produce(topic: topic, key: record.key, value: record.value, headers: [], tag: UInt64(index))
-        }
-        guard producer.flush(timeoutMilliseconds: 30_000), failures.load(ordering: .relaxed) == 0 else {
-            throw PipelineError(component: "demo producer", message: "not every request reached Kafka")
         }
     }
 }

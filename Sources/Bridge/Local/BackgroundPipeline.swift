@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+
+/// A `BridgePipeline` whose `run()` loop runs on a thread of its own (demo and benchmark).
+final class BackgroundPipeline: Sendable {
+    /// The pipeline.
+    let pipeline: BridgePipeline
+    private let exit = Mutex<Int32?>(nil)
+
+    /// Builds the pipeline from `configuration` and starts its consumer loop.
+    init(configuration: BridgeConfiguration) throws {
+        let pipeline = try BridgePipeline(configuration: configuration)
+        self.pipeline = pipeline
+        let thread = Thread { [self] in
+            BackgroundPipeline.nameCurrentThread("bridge-consumer")
+            let code = pipeline.run()
+            exit.withLock { $0 = code }
+        }
+        thread.start()
+    }
+
+    /// The exit code once `run()` returned, nil while it runs.
+    var exitCode: Int32? {
+        exit.withLock { $0 }
+    }
+
+    /// Asks the pipeline to stop and waits until `run()` returned (drain, flush, commit).
+    /// - Returns: its exit code (0 after a clean stop).
+    func stop() -> Int32 {
+        pipeline.requestStop()
+        while true {
+            if let code = exitCode { return code }
+            usleep(10_000)
+        }
+    }
+
+    /// Names the calling thread for the kernel (what `top -H`, perf and `ProcessCPUTimes` show):
+    /// Foundation's `Thread.name` does not reach the kernel on Linux, and `prctl` is variadic.
+    private static func nameCurrentThread(_ name: String) {
+        let descriptor = open("/proc/thread-self/comm", O_WRONLY)
+        guard descriptor >= 0 else { return }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// CPU time used by this process: in total (`getrusage`) and by each live thread
+/// (`/proc/self/task/<tid>/stat`), so a benchmark can say where the time went.
+public struct ProcessCPUTimes: Sendable {
+    /// User + system CPU seconds of the whole process.
+    public var processSeconds: Double
+    /// Peak resident set size in megabytes.
+    public var maxResidentMegabytes: Double
+    /// CPU seconds of every live thread by thread id, with the thread's name.
+    public var threads: [Int32: (name: String, seconds: Double)]
+
+    /// Samples the process now.
+    public static func sample() -> ProcessCPUTimes {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let seconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        return ProcessCPUTimes(processSeconds: seconds, maxResidentMegabytes: Double(usage.ru_maxrss) / 1024,
+                               threads: threadTimes())
+    }
+
+    /// CPU seconds spent since `earlier`, by thread name with numeric suffixes folded together
+    /// (`apns-loop-0` and `apns-loop-1` → `apns-loop`), largest first. Threads that ended in
+    /// between are missing.
+    public func threadGroups(since earlier: ProcessCPUTimes) -> [(name: String, seconds: Double)] {
+        var groups: [String: Double] = [:]
+        for (id, thread) in threads {
+            let before = earlier.threads[id].map { $0.name == thread.name ? $0.seconds : 0 } ?? 0
+            groups[Self.groupName(thread.name), default: 0] += max(0, thread.seconds - before)
+        }
+        return groups.map { (name: $0.key, seconds: $0.value) }.filter { $0.seconds > 0 }.sorted { $0.seconds > $1.seconds }
+    }
+
+    /// A thread name without its trailing number and separator.
+    static func groupName(_ name: String) -> String {
+        var trimmed = Substring(name)
+        while let last = trimmed.last, last.isNumber { trimmed = trimmed.dropLast() }
+        while let last = trimmed.last, last == "-" || last == "_" || last == "#" { trimmed = trimmed.dropLast() }
+        return trimmed.isEmpty ? name : String(trimmed)
+    }
+
+    private static func threadTimes() -> [Int32: (name: String, seconds: Double)] {
+        let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+        guard ticksPerSecond > 0, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else {
+            return [:]
+        }
+        var result: [Int32: (name: String, seconds: Double)] = [:]
+        for entry in entries {
+            guard let id = Int32(entry),
+                  let stat = try? String(contentsOfFile: "/proc/self/task/\(entry)/stat", encoding: .utf8),
+                  let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+            let name = String(stat[stat.index(after: open)..<close])
+            // Fields after the name: state (3), …, utime (14), stime (15).
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
+            result[id] = (name: name, seconds: (user + system) / ticksPerSecond)
+        }
+        return result
+    }
+}

@@ -1,0 +1,82 @@
+import Bridge
+import Observability
+
+/// `apns-bridge bench`: the bridge end to end on this machine, against the bundled simulator,
+/// next to the ceiling h2load measures for the same simulator.
+enum BenchCommand {
+    static let help = """
+    Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--partitions P] [--connections C]
+                             [--max-in-flight M] [--simulator-threads T] [--skip-h2load]
+
+    Starts librdkafka's mock Kafka cluster and the APNs simulator on 127.0.0.1, measures the
+    simulator with h2load (C connections, 100 streams each, the same notification count capped at
+    200,000), produces N requests of K distinct valid tokens, runs the bridge until every result is
+    in and checks the committed offsets. Prints the phases' times, notifications/s and requests/s
+    over the window from the first result to the last, latency_ms p50/p99, CPU per notification,
+    then one line of JSON. Exit 0 when every notification was delivered once and every offset
+    committed, 1 otherwise, 2 on a usage error.
+
+      --requests N             requests to produce (default 20000)
+      --tokens-per-request K   distinct tokens per request (default 5: 100,000 notifications)
+      --partitions P           partitions of every topic (default 8; raised when the mock cluster's
+                               limit of 5 MB / 100,000 records per partition requires it)
+      --connections C          HTTP/2 connections of the app (default 4; h2load uses as many)
+      --max-in-flight M        the bridge's limits.max_in_flight (default 20000)
+      --simulator-threads T    event loop threads of the simulator (default 1)
+      --skip-h2load            do not run the h2load reference
+      --log-level LEVEL        trace, debug, info, warning (default) or error
+
+    """
+
+    /// The most partitions the benchmark creates.
+    static let maximumPartitions = 512
+
+    static func main(_ arguments: [String]) throws -> Int32 {
+        let options = try CommandLineOptions(arguments, accepting: .init(
+            valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
+                     "simulator-threads", "log-level"],
+            flags: ["help", "skip-h2load"]
+        ))
+        if options.flag("help") {
+            CommandLineInterface.write(help, to: 1)
+            return 0
+        }
+        var settings = BenchmarkSettings(
+            requests: try options.integer("requests", default: 20_000, in: 1...1_000_000),
+            tokensPerRequest: try options.integer("tokens-per-request", default: 5, in: 1...100),
+            partitions: try options.integer("partitions", default: 8, in: 1...maximumPartitions),
+            connections: try options.integer("connections", default: 4, in: 1...64),
+            maxInFlight: try options.integer("max-in-flight", default: 20_000, in: 1...1_000_000),
+            simulatorThreads: try options.integer("simulator-threads", default: 1, in: 1...64),
+            runH2Load: !options.flag("skip-h2load")
+        )
+        guard settings.notifications <= 2_000_000 else {
+            throw CommandLineOptions.UsageError(description: "--requests × --tokens-per-request must be at most 2,000,000, got \(settings.notifications)")
+        }
+        let levelName = options.value("log-level") ?? "warning"
+        guard let level = Logger.Level(name: levelName) else {
+            throw CommandLineOptions.UsageError(description: "--log-level must be trace, debug, info, warning or error")
+        }
+        LoggingSystem.bootstrap(level: level, format: .text)
+
+        let workload = BenchmarkWorkload(requests: settings.requests, tokensPerRequest: settings.tokensPerRequest)
+        let needed = BenchmarkRunner.partitionsNeeded(for: workload)
+        guard needed <= maximumPartitions else {
+            throw CommandLineOptions.UsageError(description: "\(settings.notifications) notifications need \(needed) partitions of the mock cluster (at most \(maximumPartitions)): lower --requests or --tokens-per-request")
+        }
+        if needed > settings.partitions {
+            say("note: partitions raised from \(settings.partitions) to \(needed): librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition and silently drops older ones")
+            settings.partitions = needed
+        }
+        let report = try BenchmarkRunner.run(settings: settings, workload: workload, progress: { say($0) })
+        for line in report.summary {
+            say(line)
+        }
+        say(report.jsonLine)
+        return report.isComplete ? 0 : 1
+    }
+
+    private static func say(_ line: String) {
+        CommandLineInterface.write(line + "\n", to: 1)
+    }
+}

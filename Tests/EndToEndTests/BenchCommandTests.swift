@@ -1,0 +1,77 @@
+import Bridge
+import Foundation
+import Testing
+
+/// `apns-bridge bench` as a process: it completes and reports what it ran. Speed is never asserted.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct BenchCommandTests {
+    @Test func smallRunWithoutH2LoadCompletesAndReportsTheNotificationCount() throws {
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--requests", "200", "--tokens-per-request", "2", "--skip-h2load",
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        let json = try Self.finalJSON(output)
+        #expect(json["complete"] as? Bool == true)
+        #expect(json["notifications"] as? Int == 400)
+        #expect(json["results"] as? Int == 400)
+        #expect(json["delivered"] as? Int == 400)
+        #expect(json["committed_offsets"] as? Int == 200)
+        #expect(json["h2load_requests"] is NSNull)
+    }
+
+    @Test func h2loadReferenceGetsOnly2xxAnswersFromTheSimulator() throws {
+        guard FileManager.default.isExecutableFile(atPath: H2LoadReference.defaultExecutable) else {
+            Issue.record("h2load is missing: scripts/setup installs nghttp2-client")
+            return
+        }
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--requests", "50", "--tokens-per-request", "2", "--connections", "2",
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        let json = try Self.finalJSON(output)
+        #expect(json["h2load_requests"] as? Int == 100)
+        #expect(json["h2load_2xx"] as? Int == 100)
+        #expect(!output.contains("bearer"))
+    }
+
+    @Test func outOfRangeOptionsAreUsageErrors() throws {
+        #expect(try BridgeBinary.run(["bench", "--requests", "0"]).status == 2)
+        #expect(try BridgeBinary.run(["bench", "--connections", "many"]).status == 2)
+        #expect(try BridgeBinary.run(["bench", "--requests", "1000000", "--tokens-per-request", "100"]).status == 2)
+        let (status, output, _) = try BridgeBinary.run(["bench", "--help"])
+        #expect(status == 0)
+        #expect(output.contains("--skip-h2load"))
+    }
+
+    @Test func h2loadSummaryIsParsed() throws {
+        let output = """
+        starting benchmark...
+        finished in 823.45ms, 121440.12 req/s, 9.87MB/s
+        requests: 100000 total, 100000 started, 100000 done, 99990 succeeded, 10 failed, 0 errored, 0 timeout
+        status codes: 99990 2xx, 0 3xx, 10 4xx, 0 5xx
+        """
+        let result = try #require(H2LoadReference.parse(output))
+        #expect(abs(result.seconds - 0.82345) < 1e-9)
+        #expect(result.requestsPerSecond == 121440.12)
+        #expect(result.total == 100000 && result.succeeded == 99990 && result.failed == 10)
+        #expect(result.status2xx == 99990 && result.status4xx == 10)
+        #expect(result.isNearlyAll2xx)
+        #expect(H2LoadReference.parse("finished in 1.5s, 10 req/s, 1KB/s\n") == nil)
+    }
+
+    @Test func partitionsAreSizedForTheMockClustersLimits() {
+        // 100,000 results of ~500 bytes need more than the 8 default partitions; 400 need one.
+        #expect(MockPartitionBudget.partitionsNeeded(records: 100_000, bytesPerRecord: 460) >= 10)
+        #expect(MockPartitionBudget.partitionsNeeded(records: 400, bytesPerRecord: 460) == 1)
+        #expect(MockPartitionBudget.partitionsNeeded(records: 1_000_000, bytesPerRecord: 1) >= 17)
+        let workload = BenchmarkWorkload(requests: 20_000, tokensPerRequest: 5)
+        #expect(workload.expectedResults == 100_000)
+        #expect(BenchmarkRunner.partitionsNeeded(for: workload) > 8)
+    }
+
+    /// The last line of the output, parsed as a JSON object.
+    static func finalJSON(_ output: String) throws -> [String: Any] {
+        let line = try #require(output.split(separator: "\n").last)
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+}
