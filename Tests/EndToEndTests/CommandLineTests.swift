@@ -10,7 +10,7 @@ struct CommandLineTests {
         let workload = DemoWorkload(count: 60, seed: 11)
         let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
         defer { environment.close() }
-        try WorkloadStub(records: workload.records).produce(to: environment)
+        try environment.produceRequests(workload.records)
         let configFile = try TemporaryFile(contents: environment.configurationYAML(groupID: "e2e-binary"))
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path])

@@ -4,15 +4,15 @@ import Glibc
 import Foundation
 import Synchronization
 
-/// A `BridgePipeline` whose `run()` loop runs on a thread of its own (demo and benchmark).
-final class BackgroundPipeline: Sendable {
+/// A `BridgePipeline` whose `run()` loop runs on a thread of its own (demo, benchmark, tests).
+public final class BackgroundPipeline: Sendable {
     /// The pipeline.
-    let pipeline: BridgePipeline
+    public let pipeline: BridgePipeline
     private let exit = Mutex<Int32?>(nil)
 
     /// Builds the pipeline from `configuration` and starts its consumer loop.
-    init(configuration: BridgeConfiguration) throws {
-        let pipeline = try BridgePipeline(configuration: configuration)
+    public init(configuration: BridgeConfiguration, backpressureGrace: Duration = .seconds(1)) throws {
+        let pipeline = try BridgePipeline(configuration: configuration, backpressureGrace: backpressureGrace)
         self.pipeline = pipeline
         let thread = Thread { [self] in
             BackgroundPipeline.nameCurrentThread("bridge-consumer")
@@ -23,13 +23,14 @@ final class BackgroundPipeline: Sendable {
     }
 
     /// The exit code once `run()` returned, nil while it runs.
-    var exitCode: Int32? {
+    public var exitCode: Int32? {
         exit.withLock { $0 }
     }
 
     /// Asks the pipeline to stop and waits until `run()` returned (drain, flush, commit).
     /// - Returns: its exit code (0 after a clean stop).
-    func stop() -> Int32 {
+    @discardableResult
+    public func stop() -> Int32 {
         pipeline.requestStop()
         while true {
             if let code = exitCode { return code }

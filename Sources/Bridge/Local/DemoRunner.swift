@@ -39,13 +39,14 @@ public enum DemoRunner {
         environment: LocalEnvironment,
         configuration: BridgeConfiguration,
         timeoutSeconds: Double = 120,
+        backpressureGrace: Duration = .seconds(1),
         progress: @escaping @Sendable (String) -> Void = { _ in }
     ) throws -> DemoReport {
         var report = DemoReport()
         report.producedRecords = workload.records.count
         let started = Date()
         try environment.produceRequests(workload.records)
-        let bridge = try BackgroundPipeline(configuration: configuration)
+        let bridge = try BackgroundPipeline(configuration: configuration, backpressureGrace: backpressureGrace)
 
         let observer = try KafkaConsumer(
             bootstrapServers: environment.kafka.bootstrapServers,

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import APNs
 import HTTP2
 import Synchronization
@@ -15,6 +18,7 @@ extension BridgePipeline {
             "kafka.group_id": configuration.kafka.groupID,
         ])
         while !isStopRequested, fatalReason == nil {
+            applyBackpressure()
             let messages: [KafkaMessage]
             do {
                 messages = try consumer.poll(maxMessages: 1000, timeoutMilliseconds: 100)
@@ -25,7 +29,6 @@ extension BridgePipeline {
             for message in messages {
                 process(message)
             }
-            applyBackpressure()
         }
         return drainAndClose()
     }
@@ -109,34 +112,49 @@ extension BridgePipeline {
         dispatcher.inFlight + publisher.pendingCount
     }
 
-    /// Pauses every assigned partition while `limits.max_in_flight` notifications and output
-    /// records are in flight, and resumes them once half of that has drained. Polling goes on
-    /// either way, so the group never sees this member exceed `max.poll.interval.ms`.
+    /// Keeps in-flight work under `limits.max_in_flight`. At the limit the consumer first stops
+    /// taking records (they wait in librdkafka's bounded prefetch queue) for up to the grace
+    /// period; if the work has not drained by then, it pauses every assigned partition and keeps
+    /// polling, so the group never sees this member exceed `max.poll.interval.ms`. Paused
+    /// partitions resume once half of the limit has drained.
     func applyBackpressure() {
-        let inFlight = self.inFlight
         let limit = configuration.limits.maxInFlight
-        if inFlight >= limit {
-            pausedPartitions.withLock { paused in
-                guard paused.isEmpty, let assignment = try? consumer.assignment(), !assignment.isEmpty else { return }
-                do {
-                    try consumer.pause(assignment)
-                    paused = assignment
-                    fetchPauses.add(1, ordering: .relaxed)
-                    logger.debug("paused fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
-                } catch {
-                    logger.warning("pausing partitions failed", metadata: ["error": "\(error)"])
-                }
+        if inFlight >= limit, pausedPartitions.withLock({ $0.isEmpty }) {
+            let deadline = Timestamp.monotonicNanoseconds() + backpressureGraceNanoseconds
+            while inFlight >= limit, Timestamp.monotonicNanoseconds() < deadline, !isStopRequested, fatalReason == nil {
+                usleep(500)
+            }
+            if inFlight >= limit {
+                pauseAssignedPartitions()
             }
         } else if inFlight <= limit / 2 {
-            pausedPartitions.withLock { paused in
-                guard !paused.isEmpty else { return }
-                do {
-                    try consumer.resume(paused)
-                    paused.removeAll()
-                    logger.debug("resumed fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
-                } catch {
-                    logger.warning("resuming partitions failed", metadata: ["error": "\(error)"])
-                }
+            resumePausedPartitions()
+        }
+    }
+
+    private func pauseAssignedPartitions() {
+        pausedPartitions.withLock { paused in
+            guard paused.isEmpty, let assignment = try? consumer.assignment(), !assignment.isEmpty else { return }
+            do {
+                try consumer.pause(assignment)
+                paused = assignment
+                fetchPauses.add(1, ordering: .relaxed)
+                logger.debug("paused fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
+            } catch {
+                logger.warning("pausing partitions failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    private func resumePausedPartitions() {
+        pausedPartitions.withLock { paused in
+            guard !paused.isEmpty else { return }
+            do {
+                try consumer.resume(paused)
+                paused.removeAll()
+                logger.debug("resumed fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
+            } catch {
+                logger.warning("resuming partitions failed", metadata: ["error": "\(error)"])
             }
         }
     }

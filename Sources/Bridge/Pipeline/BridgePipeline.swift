@@ -22,12 +22,19 @@ public final class BridgePipeline: Sendable {
     let pausedPartitions = Mutex<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
+    let backpressureGraceNanoseconds: UInt64
     private let fatalState = Mutex<String?>(nil)
 
     /// Builds every component from the configuration; nothing is fetched until `run()`.
     /// - Throws: `PipelineError` naming what could not be set up (a key file, a TLS context, Kafka).
-    public init(configuration: BridgeConfiguration) throws(PipelineError) {
+    /// - Parameter backpressureGrace: how long the consumer waits, without taking more records,
+    ///   for in-flight work to fall below `limits.max_in_flight` before it pauses the partitions.
+    ///   librdkafka drops the records it prefetched for a paused partition and fetches them again
+    ///   about half a second after resuming, so a short wait keeps a busy pipeline fed; pausing
+    ///   remains the answer to a stall (APNs or Kafka down).
+    public init(configuration: BridgeConfiguration, backpressureGrace: Duration = .seconds(1)) throws(PipelineError) {
         self.configuration = configuration
+        self.backpressureGraceNanoseconds = backpressureGrace.totalNanoseconds
         self.decoder = PushRequestDecoder(configuration: configuration)
         let pipelineBox = PipelineReference()
         do {
