@@ -121,6 +121,9 @@ extension BridgePipeline {
         let limit = configuration.limits.maxInFlight
         if inFlight >= limit, pausedPartitions.withLock({ $0.isEmpty }) {
             let deadline = Timestamp.monotonicNanoseconds() + backpressureGraceNanoseconds
+            logger.trace("waiting for capacity", metadata: [
+                "bridge.apns_in_flight": "\(dispatcher.inFlight)", "bridge.kafka_unacknowledged": "\(publisher.pendingCount)",
+            ])
             while inFlight >= limit, Timestamp.monotonicNanoseconds() < deadline, !isStopRequested, fatalReason == nil {
                 usleep(500)
             }
