@@ -143,6 +143,30 @@ final class RequestPump: @unchecked Sendable {
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func requestsThatNeverLeftAreReportedRefusedOnClose() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
+        #expect(try await client.connect())
+        let connection = client.connection
+        // Submitted and closed in one loop task: nothing was written, so the server saw nothing.
+        let accepted = await onLoop(client.loop) { () -> Bool in
+            let first = connection.submit(testRequest(tag: 1, path: "/never"), tag: 1)
+            let second = connection.submit(testRequest(tag: 2, path: "/never"), tag: 2)
+            connection.close()
+            return first && second
+        }
+        #expect(accepted)
+        #expect(try await eventually { client.delegate.finishCount == 2 })
+        #expect(client.delegate.failure(1) == .refused)
+        #expect(client.delegate.failure(2) == .refused)
+        #expect(server.handler.received == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func loweredMaxConcurrentStreamsIsObeyed() async throws {
         let credentials = try TestCredentials()
         defer { credentials.remove() }
