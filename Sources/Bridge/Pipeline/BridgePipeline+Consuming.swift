@@ -29,6 +29,7 @@ extension BridgePipeline {
             for message in messages {
                 process(message)
             }
+            dispatcher.flush()
         }
         return drainAndClose()
     }

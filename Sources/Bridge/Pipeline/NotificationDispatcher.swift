@@ -23,6 +23,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     private let logger = Logger(label: "bridge.dispatcher")
     /// Consumer-thread only (created in `start`/`dispatch`, read in `shutdown` after the consumer stopped).
     private var pools: [PoolKey: APNsClient] = [:]
+    /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool.
+    private var pending: [PoolKey: [APNsPendingNotification]] = [:]
     private let inFlightCount = Atomic<Int>(0)
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
@@ -79,7 +81,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         return pool
     }
 
-    /// Consumer thread: publishes `invalid`/`expired` results at once and sends the rest.
+    /// Consumer thread: publishes `invalid`/`expired` results at once and collects the rest for
+    /// the next `flush()`.
     func dispatch(_ request: PushRequest, context: RequestContext) {
         let now = Timestamp.nowMilliseconds()
         for token in request.invalidTokens {
@@ -92,26 +95,36 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             }
             return
         }
-        guard let pool = pool(app: request.app, environment: request.environment) else {
+        guard pool(app: request.app, environment: request.environment) != nil else {
             // The decoder only accepts configured apps, so this is unreachable in practice.
             for token in request.validTokens {
                 publishLocal(token: token, outcome: .failed, reason: "UnknownApp", request: request, context: context, now: now)
             }
             return
         }
-        let pushType = APNsPushType(rawValue: request.pushType.rawValue) ?? .alert
-        var batch: [APNsPendingNotification] = []
-        batch.reserveCapacity(request.validTokens.count)
+        let key = PoolKey(app: request.app, environment: request.environment)
+        var batch = pending.removeValue(forKey: key) ?? []
+        batch.reserveCapacity(batch.count + request.validTokens.count)
         for token in request.validTokens {
             let notification = APNsNotification(
-                token: token, pushType: pushType, priority: request.priority, expiration: request.expiration,
+                token: token, pushType: request.pushType, priority: request.priority, expiration: request.expiration,
                 collapseID: request.collapseID, topic: request.topic, apnsID: request.apnsID, payload: request.payload
             )
             context.retain()
             batch.append(APNsPendingNotification(notification: notification, tag: context.retainedTag()))
         }
-        inFlightCount.add(batch.count, ordering: .relaxed)
-        pool.send(batch)
+        inFlightCount.add(request.validTokens.count, ordering: .relaxed)
+        pending[key] = batch
+    }
+
+    /// Consumer thread: hands everything `dispatch` collected to the pools, one batch per pool,
+    /// so a poll's worth of requests costs each event loop one wake-up. Call after each poll.
+    func flush() {
+        guard !pending.isEmpty else { return }
+        for (key, batch) in pending {
+            pools[key]?.send(batch)
+        }
+        pending.removeAll(keepingCapacity: true)
     }
 
     // MARK: - APNsClientDelegate (event loop threads)

@@ -40,6 +40,7 @@ public enum OneShotSender {
             startedAtMilliseconds: Timestamp.nowMilliseconds(), partition: progress
         )
         dispatcher.dispatch(request, context: context)
+        dispatcher.flush()
         context.release()
         let expected = request.validTokens.count + request.invalidTokens.count
         let deadline = Timestamp.monotonicNanoseconds() + UInt64(timeoutSeconds) * 1_000_000_000
