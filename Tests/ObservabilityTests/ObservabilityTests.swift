@@ -12,6 +12,9 @@ import Testing
     @Test func timestampsAreISO8601WithMilliseconds() {
         #expect(Timestamp.iso8601(0) == "1970-01-01T00:00:00.000Z")
         #expect(Timestamp.iso8601(1_700_000_000_123) == "2023-11-14T22:13:20.123Z")
+        #expect(Timestamp.iso8601(1_700_000_000_005) == "2023-11-14T22:13:20.005Z")
+        #expect(Timestamp.iso8601(253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+        #expect(Timestamp.iso8601(-1) == "1969-12-31T23:59:59.999Z")
         let now = Timestamp.nowMilliseconds()
         #expect(Timestamp.nowMicroseconds() / 1000 >= now)
     }

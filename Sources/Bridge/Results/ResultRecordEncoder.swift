@@ -32,7 +32,7 @@ public enum ResultRecordEncoder {
         append(",\"source\":", to: &buffer)
         appendSource(result.source, to: &buffer)
         append(",\"completed_at\":\"", to: &buffer)
-        buffer.append(contentsOf: Timestamp.iso8601(result.completedAtMilliseconds).utf8)
+        Timestamp.appendISO8601(result.completedAtMilliseconds, to: &buffer)
         append("\"}", to: &buffer)
     }
 
@@ -53,7 +53,7 @@ public enum ResultRecordEncoder {
         append(",\"request_id\":", to: &buffer)
         JSONText.appendQuoted(record.requestID, to: &buffer)
         append(",\"observed_at\":\"", to: &buffer)
-        buffer.append(contentsOf: Timestamp.iso8601(record.observedAtMilliseconds).utf8)
+        Timestamp.appendISO8601(record.observedAtMilliseconds, to: &buffer)
         append("\"}", to: &buffer)
     }
 
