@@ -9,6 +9,8 @@ public enum APNsDeliveryResult: Sendable {
     case response(APNsResponse)
     /// The stream failed before an answer arrived.
     case failure(HTTP2StreamFailure)
+    /// Not sent: the notification's `expiration` had passed when its turn came.
+    case expired
 }
 
 /// Receives the final answer for every notification given to an `APNsClient`.

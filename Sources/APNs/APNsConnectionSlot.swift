@@ -98,8 +98,15 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
             logger.error("cannot sign a provider token", metadata: ["apns.connection": name, "error": "\(error)"])
             return
         }
+        let nowSeconds = Timestamp.nowMilliseconds() / 1000
         while queueHead < queue.count, connection.availableStreams > 0 {
             let item = queue[queueHead]
+            if let expiration = item.notification.expiration, expiration > 0, expiration <= nowSeconds {
+                // Its `expiration` passed while it waited: not sent (contract §2).
+                queueHead += 1
+                finish(item, .expired)
+                continue
+            }
             let tag = nextStreamTag
             let request = item.notification.makeRequest(authorization: authorization)
             guard connection.submit(request, tag: tag) else { break }

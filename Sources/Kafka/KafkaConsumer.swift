@@ -128,7 +128,9 @@ public final class KafkaConsumer: @unchecked Sendable {
 
     /// Commits the stored offsets, leaves the group (revocations reach ``rebalanceHandler``)
     /// and destroys the consumer. Idempotent; call from the polling thread or after it stopped.
-    public func close() {
+    /// - Parameter timeoutMilliseconds: the longest it waits for the group to take back the
+    ///   assignment (the final commit and librdkafka's own close come on top).
+    public func close(timeoutMilliseconds: Int = 10_000) {
         let shouldClose = phase.withLock { phase -> Bool in
             guard phase == .open else { return false }
             phase = .closing
@@ -139,7 +141,7 @@ public final class KafkaConsumer: @unchecked Sendable {
         if commit != RD_KAFKA_RESP_ERR_NO_ERROR, commit != RD_KAFKA_RESP_ERR__NO_OFFSET {
             logger.warning("final offset commit failed", metadata: ["error": KafkaError(commit).description])
         }
-        leaveAssignment(timeoutMilliseconds: 10_000)
+        leaveAssignment(timeoutMilliseconds: max(0, timeoutMilliseconds))
         let result = rd_kafka_consumer_close(client.pointer)
         if result != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("consumer close failed", metadata: ["error": KafkaError(result).description])

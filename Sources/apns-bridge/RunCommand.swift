@@ -1,4 +1,8 @@
 import Bridge
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Observability
 
 /// `apns-bridge run`: the service. SIGTERM/SIGINT drain, commit and exit 0.
@@ -21,9 +25,21 @@ enum RunCommand {
         let configuration = try CommandLineInterface.loadConfiguration(options)
         let pipeline = try BridgePipeline(configuration: configuration)
         let logger = Logger(label: "apns-bridge")
-        let signals = SignalWaiter { signalNumber in
+        let (timeoutSeconds, timeoutAttoseconds) = configuration.shutdownTimeout.components
+        let graceSeconds = Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5
+        let signals = SignalWaiter { signalNumber, count in
+            guard count == 1 else {
+                // A second signal: stop now. Unfinished offsets stay uncommitted.
+                logger.warning("second signal: exiting without draining", metadata: ["signal": "\(signalNumber)"])
+                _exit(1)
+            }
             logger.info("stopping on signal", metadata: ["signal": "\(signalNumber)"])
             pipeline.requestStop()
+            // Kafka or APNs may not answer at all while draining: never outlive the grace period.
+            DispatchQueue.global().asyncAfter(deadline: .now() + graceSeconds) {
+                logger.error("shutdown took longer than shutdown_timeout; exiting without a clean stop")
+                _exit(1)
+            }
         }
         let exitCode = pipeline.run()
         withExtendedLifetime(signals) {}

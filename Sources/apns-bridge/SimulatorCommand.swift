@@ -74,7 +74,7 @@ enum SimulatorCommand {
         try simulator.start()
         CommandLineInterface.write("APNs simulator listening on https://\(host):\(simulator.port)\n", to: 1)
         let stop = DispatchSemaphore(value: 0)
-        let signals = SignalWaiter { _ in stop.signal() }
+        let signals = SignalWaiter { _, _ in stop.signal() }
         stop.wait()
         simulator.close()
         withExtendedLifetime(signals) {}

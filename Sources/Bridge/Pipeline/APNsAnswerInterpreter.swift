@@ -57,6 +57,10 @@ struct APNsAnswerInterpreter: Sendable {
         case .failure(let failure):
             result.outcome = .failed
             result.reason = failure.resultReason
+        case .expired:
+            result.outcome = .expired
+            result.reason = "Expired"
+            result.attempts = 0
         }
         return (result, invalidToken)
     }

@@ -13,33 +13,48 @@ extension BridgePipeline {
     /// - Returns: 0 after a clean stop, 1 after a fatal error.
     public func run() -> Int32 {
         dispatcher.start()
+        if configuration.kafka.exactlyOnce {
+            logger.warning("kafka.exactly_once is not implemented in this version: results are published at least once")
+        }
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
         ])
+        // Notifications and outputs per record, from the last poll: sizes the next poll so that
+        // one batch cannot overshoot `limits.max_in_flight` by much.
+        var workPerRecord = 1
         while !isStopRequested, fatalReason == nil {
             applyBackpressure()
+            let room = max(0, configuration.limits.maxInFlight - inFlight)
             let messages: [KafkaMessage]
             do {
-                messages = try consumer.poll(maxMessages: 1000, timeoutMilliseconds: 100)
+                messages = try consumer.poll(maxMessages: max(1, min(1000, room / workPerRecord)), timeoutMilliseconds: 100)
             } catch {
                 fail("consumer: \(error)")
                 break
             }
+            var work = 0
             for message in messages {
-                process(message)
+                // Records left unprocessed here are neither tracked nor committed.
+                guard !isStopRequested, fatalReason == nil else { break }
+                work += process(message)
             }
             dispatcher.flush()
+            if !messages.isEmpty {
+                workPerRecord = max(1, work / messages.count)
+            }
         }
         return drainAndClose()
     }
 
     /// Decodes one record and hands out its work; the record's own hold is released last.
-    func process(_ message: KafkaMessage) {
+    /// - Returns: how many outputs the record will cause (its distinct tokens, or one dead letter).
+    @discardableResult
+    func process(_ message: KafkaMessage) -> Int {
         let topicPartition = message.topicPartition
         guard let progress = partitions.withLock({ $0[topicPartition] }) else {
             // Not (or no longer) assigned: leave it for the partition's owner.
-            return
+            return 0
         }
         progress.track(message.offset)
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
@@ -53,6 +68,7 @@ extension BridgePipeline {
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
             publisher.publishDeadLetter(deadLetter, message: message, context: context)
             context.release()
+            return 1
         case .request(let request):
             let context = RequestContext(
                 source: source, requestID: request.id, app: request.app, environment: request.environment,
@@ -60,6 +76,7 @@ extension BridgePipeline {
             )
             dispatcher.dispatch(request, context: context)
             context.release()
+            return request.validTokens.count + request.invalidTokens.count
         }
     }
 
@@ -92,6 +109,16 @@ extension BridgePipeline {
                     }
                 }
             }
+            // While fetching is held back, new partitions join the pause.
+            pausedPartitions.withLock { paused in
+                guard !paused.isEmpty else { return }
+                do {
+                    try consumer.pause(assigned)
+                    paused += assigned
+                } catch {
+                    logger.warning("pausing new partitions failed", metadata: ["error": "\(error)"])
+                }
+            }
         case .revoked(let revoked), .lost(let revoked):
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
             partitions.withLock { map in
@@ -99,7 +126,15 @@ extension BridgePipeline {
                     map.removeValue(forKey: topicPartition)?.revoke()
                 }
             }
-            pausedPartitions.withLock { paused in paused.removeAll { revoked.contains($0) } }
+            // librdkafka keeps an application pause across unassignment: resume before letting
+            // go, or the partition would come back paused if it is assigned here again.
+            pausedPartitions.withLock { paused in
+                let leaving = paused.filter { revoked.contains($0) }
+                if !leaving.isEmpty {
+                    try? consumer.resume(leaving)
+                }
+                paused.removeAll { revoked.contains($0) }
+            }
         }
     }
 
@@ -163,29 +198,37 @@ extension BridgePipeline {
         }
     }
 
-    /// Stops fetching, waits (bounded) for in-flight work, flushes the producer and commits.
+    /// Stops fetching, waits (bounded by `shutdown_timeout`) for in-flight work, flushes the
+    /// producer and commits. Notifications APNs has not answered by then are abandoned, not
+    /// failed: their input offsets stay uncommitted, so a restart sends them again.
     private func drainAndClose() -> Int32 {
         let deadline = Timestamp.monotonicNanoseconds() + configuration.shutdownTimeout.totalNanoseconds
+        func millisecondsLeft() -> Int {
+            let now = Timestamp.monotonicNanoseconds()
+            return max(100, deadline > now ? Int((deadline - now) / 1_000_000) : 0)
+        }
         if let assignment = try? consumer.assignment(), !assignment.isEmpty {
             try? consumer.pause(assignment)
         }
         logger.info("draining", metadata: ["bridge.in_flight": "\(inFlight)"])
         while inFlight > 0, Timestamp.monotonicNanoseconds() < deadline, fatalReason == nil {
-            // Keep serving the group (and rebalance callbacks) while answers come in.
-            _ = try? consumer.poll(maxMessages: 1, timeoutMilliseconds: 20)
+            // Keep serving the group (and rebalance callbacks) while answers come in; records
+            // of newly assigned partitions are left unprocessed and uncommitted.
+            do {
+                _ = try consumer.poll(maxMessages: 1, timeoutMilliseconds: 20)
+            } catch {
+                fail("consumer: \(error)")
+            }
         }
-        let left = deadline > Timestamp.monotonicNanoseconds() ? deadline - Timestamp.monotonicNanoseconds() : 0
-        if !producer.flush(timeoutMilliseconds: Int32(clamping: max(left / 1_000_000, 100))) {
-            logger.warning("the producer did not deliver every record before the deadline")
+        let unanswered = dispatcher.inFlight
+        if unanswered > 0 {
+            logger.warning("stopping with notifications APNs has not answered; they stay uncommitted",
+                           metadata: ["bridge.in_flight": "\(unanswered)"])
         }
+        dispatcher.abandonUnanswered()
         dispatcher.shutdown()
-        producer.close()
-        do {
-            try consumer.commitSync()
-        } catch {
-            logger.debug("final commit had nothing to do or failed", metadata: ["error": "\(error)"])
-        }
-        consumer.close()
+        producer.close(flushTimeoutMilliseconds: Int32(clamping: millisecondsLeft()))
+        consumer.close(timeoutMilliseconds: millisecondsLeft())
         group.shutdown()
         if let reason = fatalReason {
             logger.error("stopped after a fatal error", metadata: ["error": reason])

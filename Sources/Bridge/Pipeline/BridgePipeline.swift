@@ -97,12 +97,18 @@ public final class BridgePipeline: Sendable {
             return true
         }
         if first {
+            publisher.stopPublishing()
             logger.error("pipeline stopping after a fatal error", metadata: ["error": reason])
         }
     }
 
     var fatalReason: String? {
         fatalState.withLock { $0 }
+    }
+
+    /// Notifications waiting for APNs plus output records waiting for Kafka's acknowledgement.
+    public var inFlightCount: Int {
+        inFlight
     }
 
     /// The fatal error that stopped (or is stopping) `run()`, if any.

@@ -26,6 +26,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool.
     private var pending: [PoolKey: [APNsPendingNotification]] = [:]
     private let inFlightCount = Atomic<Int>(0)
+    private let abandoning = Atomic<Bool>(false)
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
     init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink) throws(PipelineError) {
@@ -49,7 +50,14 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         }
     }
 
-    /// Closes every pool; whatever is still queued finishes as `failed`.
+    /// From now on a notification that ends without an answer from APNs (the pools are being
+    /// closed) publishes nothing and keeps its hold: its input offset stays uncommitted and a
+    /// restart sends it again, instead of reporting a push as `failed` that was never tried.
+    func abandonUnanswered() {
+        abandoning.store(true, ordering: .releasing)
+    }
+
+    /// Closes every pool; what is still queued or in flight finishes without an answer.
     func shutdown() {
         for pool in pools.values {
             pool.shutdown()
@@ -81,20 +89,14 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         return pool
     }
 
-    /// Consumer thread: publishes `invalid`/`expired` results at once and collects the rest for
-    /// the next `flush()`.
+    /// Consumer thread: publishes `invalid` results at once and collects the rest for the next
+    /// `flush()`. (Expiration is checked by the pool when a notification's turn to be sent comes.)
     func dispatch(_ request: PushRequest, context: RequestContext) {
         let now = Timestamp.nowMilliseconds()
         for token in request.invalidTokens {
             publishLocal(token: token, outcome: .invalid, reason: "BadDeviceToken", request: request, context: context, now: now)
         }
         guard !request.validTokens.isEmpty else { return }
-        if let expiration = request.expiration, expiration > 0, expiration * 1000 <= now {
-            for token in request.validTokens {
-                publishLocal(token: token, outcome: .expired, reason: "Expired", request: request, context: context, now: now)
-            }
-            return
-        }
         guard pool(app: request.app, environment: request.environment) != nil else {
             // The decoder only accepts configured apps, so this is unreachable in practice.
             for token in request.validTokens {
@@ -132,6 +134,9 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult) {
         let context = RequestContext.fromTag(tag)
         inFlightCount.subtract(1, ordering: .relaxed)
+        if case .failure = result, abandoning.load(ordering: .acquiring) {
+            return  // the hold stays: see abandonUnanswered()
+        }
         let (pushResult, invalidToken) = APNsAnswerInterpreter.interpret(result, notification: notification, request: context.facts)
         if pushResult.outcome != .delivered, logger.isEnabled(.debug) {
             logger.debug("notification not delivered", metadata: [

@@ -21,6 +21,7 @@ final class ResultPublisher: ResultSink {
     private let deadLetterTopic: String
     private let onFatal: @Sendable (String) -> Void
     private let unacknowledged = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
 
     init(producer: KafkaProducer, kafka: KafkaSettings, onFatal: @escaping @Sendable (String) -> Void) {
         self.producer = producer
@@ -33,6 +34,12 @@ final class ResultPublisher: ResultSink {
     /// Output records produced and not yet acknowledged by Kafka: part of what backpressure bounds,
     /// so a slow Kafka cannot make results pile up in memory.
     var pendingCount: Int { unacknowledged.load(ordering: .relaxed) }
+
+    /// After a fatal error: nothing more is produced. Outputs not produced keep their holds, so
+    /// their input offsets stay uncommitted, and no thread waits on a full producer queue.
+    func stopPublishing() {
+        stopped.store(true, ordering: .releasing)
+    }
 
     /// Producer thread: Kafka acknowledged (or finally failed) one record.
     func acknowledged() {
@@ -59,7 +66,8 @@ final class ResultPublisher: ResultSink {
     func publishDeadLetter(_ deadLetter: DeadLetter, message: KafkaMessage, context: RequestContext) {
         var value: [UInt8] = []
         ResultRecordEncoder.appendDeadLetter(deadLetter, source: context.source, original: message.value, to: &value)
-        let headers = message.headers + context.requestIDHeader
+        // Our `request-id` replaces one the original may carry, so readers see one value.
+        let headers = message.headers.filter { $0.name != "request-id" } + context.requestIDHeader
         produce(topic: deadLetterTopic, key: message.key, value: value, headers: headers, context: context)
     }
 
@@ -71,6 +79,8 @@ final class ResultPublisher: ResultSink {
         context: RequestContext
     ) {
         context.retain()
+        // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
+        guard !stopped.load(ordering: .acquiring) else { return }
         let tag = context.retainedTag()
         unacknowledged.add(1, ordering: .relaxed)
         do {

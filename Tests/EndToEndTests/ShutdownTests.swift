@@ -1,0 +1,69 @@
+import APNs
+import Bridge
+import Foundation
+import Kafka
+import Testing
+
+/// Stopping while work is unfinished: nothing that APNs did not answer is reported or committed,
+/// and the stop stays within `shutdown_timeout` even when Kafka is gone.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ShutdownTests {
+    static func records(_ count: Int) -> [DemoWorkload.Record] {
+        (0..<count).map { index in
+            DemoWorkload.Record(
+                key: Array("r\(index)".utf8),
+                value: Array(#"{"id":"req-\#(index)","token":"\#(String(repeating: "7e", count: 32))","payload":{"aps":{}}}"#.utf8)
+            )
+        }
+    }
+
+    /// Starts a bridge whose APNs endpoint refuses connections and waits until it holds
+    /// `expected` notifications it cannot send.
+    static func startStuckBridge(_ environment: LocalEnvironment, groupID: String) throws -> BackgroundPipeline {
+        try environment.produceRequests(records(3))
+        let yaml = environment.configurationYAML(groupID: groupID)
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 2s")
+        environment.simulator.close()  // APNs is unreachable from now on
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        let deadline = Date().addingTimeInterval(30)
+        while runner.pipeline.inFlightCount < 3, Date() < deadline {
+            usleep(20_000)
+        }
+        #expect(runner.pipeline.inFlightCount == 3)
+        return runner
+    }
+
+    @Test func unansweredNotificationsAreNeitherReportedNorCommitted() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let runner = try Self.startStuckBridge(environment, groupID: "stuck-apns")
+
+        #expect(runner.stop() == 0)
+
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 1,
+            timeoutMilliseconds: 2_000
+        )
+        #expect(results.isEmpty, "a notification APNs never answered was reported")
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: "stuck-apns",
+            topic: environment.requestTopic, partitions: 1
+        )
+        #expect(committed[0] == nil)
+    }
+
+    @Test func stoppingWithKafkaGoneStaysWithinTheShutdownTimeout() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let runner = try Self.startStuckBridge(environment, groupID: "stuck-kafka")
+        environment.kafka.setBrokerDown(1)
+        defer { environment.kafka.setBrokerUp(1) }
+
+        let started = Date()
+        runner.stop()
+        let seconds = Date().timeIntervalSince(started)
+
+        // shutdown_timeout is 2 s; closing the Kafka clients gets a little slack on top.
+        #expect(seconds < 5, "stopping took \(seconds) s")
+    }
+}
