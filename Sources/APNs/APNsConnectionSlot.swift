@@ -21,7 +21,7 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
     private weak var client: APNsClient?
     private var delegate: APNsClientDelegate?
 
-    private var connection: HTTP2ClientConnection?
+    private(set) var connection: HTTP2ClientConnection?
     private var queue: [APNsPendingNotification] = []
     private var queueHead = 0
     private var inFlight: [UInt64: APNsPendingNotification] = [:]
@@ -117,9 +117,18 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
         }
         compactQueue()
         peakActiveStreams = max(peakActiveStreams, connection.activeStreams)
+        retireIfSpent(connection)
         if submitted && flush {
             connection.flush()
         }
+    }
+
+    /// A ready connection that may start no more streams (its stream ids are used up) is closed
+    /// once its last stream finished; the slot then connects afresh.
+    private func retireIfSpent(_ connection: HTTP2ClientConnection) {
+        guard connection.isReady, !connection.canStartStreams, connection.activeStreams == 0 else { return }
+        logger.info("replacing a connection whose stream ids are used up", metadata: ["apns.connection": name])
+        connection.close()
     }
 
     private func compactQueue() {
@@ -176,6 +185,9 @@ final class APNsConnectionSlot: HTTP2ClientConnectionDelegate, @unchecked Sendab
             finish(item, .failure(failure))
         }
         pump(flush: false)
+        if let current = self.connection {
+            retireIfSpent(current)
+        }
     }
 
     func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {

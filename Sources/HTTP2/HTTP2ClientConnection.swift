@@ -90,8 +90,22 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive).
     public var maxConcurrentStreams: Int { peerMaxConcurrentStreams }
 
+    /// Whether new streams may start: false before the connection is ready, after a GOAWAY, and
+    /// once the connection's stream ids are used up (2^31 - 1 of them; then it must be replaced).
+    public var canStartStreams: Bool {
+        guard isReady, let session else { return false }
+        return nghttp2_session_check_request_allowed(session) != 0
+    }
+
     /// How many more streams `submit` would accept now.
-    public var availableStreams: Int { isReady ? max(0, peerMaxConcurrentStreams - streams.count) : 0 }
+    public var availableStreams: Int { canStartStreams ? max(0, peerMaxConcurrentStreams - streams.count) : 0 }
+
+    /// Makes the next stream use `streamID` (odd, client side). For tests that need a connection
+    /// close to running out of stream ids. Loop thread.
+    func setNextStreamIDForTesting(_ streamID: Int32) -> Bool {
+        guard let session else { return false }
+        return nghttp2_session_set_next_stream_id(session, streamID) == 0
+    }
 
     /// Resolves the host (off-loop for names), connects without blocking, and runs the TLS
     /// handshake (SNI, host verification, ALPN "h2" required).

@@ -1,5 +1,5 @@
 import Foundation
-import HTTP2
+@testable import HTTP2
 import Synchronization
 import Testing
 @testable import APNs
@@ -481,5 +481,47 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
             }
         }
         #expect(client.queuedCount == 0)
+    }
+}
+
+@Suite(.serialized)
+struct APNsClientStreamIDTests {
+    @Test(.timeLimit(.minutes(1)))
+    func aConnectionWithItsStreamIDsUsedUpIsReplaced() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration())
+        try simulator.start()
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder)
+        client.start()
+        client.send(batch(0..<1))
+        #expect(await waitUntil { recorder.callCount >= 1 })
+
+        // Leave the connection two stream ids (the largest odd ids), then send five more.
+        let slot = client.slots[0]
+        let first = try #require(await onSlotLoop(slot) { slot.connection })
+        #expect(await onSlotLoop(slot) { first.setNextStreamIDForTesting(2_147_483_645) })
+        client.send(batch(1..<6))
+
+        #expect(await waitUntil { recorder.callCount >= 6 })
+        for tag in 0..<6 {
+            let deliveries = try #require(recorder.snapshot[UInt64(tag)])
+            try #require(deliveries.count == 1)
+            guard case .response(let response) = deliveries[0].result, response.status == 200 else {
+                Issue.record("tag \(tag): \(deliveries[0].result)")
+                continue
+            }
+        }
+        let current = await onSlotLoop(slot) { slot.connection }
+        #expect(current !== first, "the spent connection was not replaced")
+    }
+}
+
+/// Runs `body` on the slot's loop and returns its value.
+private func onSlotLoop<T: Sendable>(_ slot: APNsConnectionSlot, _ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        slot.loop.execute { continuation.resume(returning: body()) }
     }
 }
