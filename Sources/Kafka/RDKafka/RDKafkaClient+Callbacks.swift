@@ -100,6 +100,9 @@ private let rebalanceCallback: @convention(c) (
                 logger.error("assign failed", metadata: ["error": KafkaError(result).description])
             }
         }
+        // Assigned again within the same poll: its records are this member's again. (Records
+        // fetched before the revocation may come twice then; at least once, never lost.)
+        context?.revokedDuringPoll.withLock { revoked in revoked.removeAll { changed.contains($0) } }
         handler?(.assigned(changed))
 
     case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
