@@ -1,20 +1,3 @@
-/// A Kafka topic and partition.
-public struct TopicPartition: Sendable, Hashable, CustomStringConvertible {
-    /// The topic.
-    public var topic: String
-    /// The partition.
-    public var partition: Int32
-
-    /// Creates a topic-partition.
-    public init(topic: String, partition: Int32) {
-        self.topic = topic
-        self.partition = partition
-    }
-
-    /// `topic[partition]`.
-    public var description: String { "\(topic)[\(partition)]" }
-}
-
 /// Tracks the records of one partition from consumption to completion, and tells which offset
 /// may be committed: one past the last record of the contiguous completed prefix.
 ///
