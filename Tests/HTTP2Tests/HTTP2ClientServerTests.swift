@@ -35,12 +35,9 @@ final class RequestPump: @unchecked Sendable {
 @Suite struct HTTP2ClientServerTests {
     @Test(.timeLimit(.minutes(1)))
     func twoThousandConcurrentStreamsAreAllAnswered() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 100)
-        defer { server.stop() }
-        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
-        defer { client.loop.shutdown() }
+        let pair = try ClientServerPair(maxConcurrentStreams: 100)
+        defer { pair.tearDown() }
+        let client = pair.client
         let pump = RequestPump(total: 2000)
         client.delegate.onReady = { pump.fill($0) }
         client.delegate.onFinish = { pump.fill($0) }
@@ -66,13 +63,9 @@ final class RequestPump: @unchecked Sendable {
 
     @Test(.timeLimit(.minutes(1)))
     func streamWithoutAnswerTimesOutAndTheConnectionStaysUsable() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext())
-        defer { server.stop() }
-        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration),
-                                    streamTimeoutNanoseconds: 200_000_000)
-        defer { client.loop.shutdown() }
+        let pair = try ClientServerPair(streamTimeoutNanoseconds: 200_000_000)
+        defer { pair.tearDown() }
+        let client = pair.client
         #expect(try await client.connect())
 
         #expect(await client.submit(testRequest(tag: 1, path: "/never"), tag: 1))
@@ -94,12 +87,9 @@ final class RequestPump: @unchecked Sendable {
 
     @Test(.timeLimit(.minutes(1)))
     func serverCloseFinishesOpenStreamsAsConnectionLost() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext())
-        defer { server.stop() }
-        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
-        defer { client.loop.shutdown() }
+        let pair = try ClientServerPair()
+        defer { pair.tearDown() }
+        let (server, client) = (pair.server, pair.client)
         #expect(try await client.connect())
         for tag in UInt64(1)...3 {
             #expect(await client.submit(testRequest(tag: tag, path: "/never"), tag: tag))
@@ -125,12 +115,9 @@ final class RequestPump: @unchecked Sendable {
 
     @Test(.timeLimit(.minutes(1)))
     func clientCloseFinishesOpenStreamsExactlyOnce() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext())
-        defer { server.stop() }
-        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
-        defer { client.loop.shutdown() }
+        let pair = try ClientServerPair()
+        defer { pair.tearDown() }
+        let (server, client) = (pair.server, pair.client)
         #expect(try await client.connect())
         #expect(await client.submit(testRequest(tag: 1, path: "/never"), tag: 1))
         #expect(await client.submit(testRequest(tag: 2, path: "/never"), tag: 2))
@@ -144,12 +131,9 @@ final class RequestPump: @unchecked Sendable {
 
     @Test(.timeLimit(.minutes(1)))
     func requestsThatNeverLeftAreReportedRefusedOnClose() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext())
-        defer { server.stop() }
-        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
-        defer { client.loop.shutdown() }
+        let pair = try ClientServerPair()
+        defer { pair.tearDown() }
+        let (server, client) = (pair.server, pair.client)
         #expect(try await client.connect())
         let connection = client.connection
         // Submitted and closed in one loop task: nothing was written, so the server saw nothing.
@@ -168,12 +152,9 @@ final class RequestPump: @unchecked Sendable {
 
     @Test(.timeLimit(.minutes(1)))
     func loweredMaxConcurrentStreamsIsObeyed() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 100)
-        defer { server.stop() }
-        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
-        defer { client.loop.shutdown() }
+        let pair = try ClientServerPair(maxConcurrentStreams: 100)
+        defer { pair.tearDown() }
+        let (server, client) = (pair.server, pair.client)
         #expect(try await client.connect())
 
         server.server.setMaxConcurrentStreams(5)
@@ -201,12 +182,9 @@ final class RequestPump: @unchecked Sendable {
 
     @Test(.timeLimit(.minutes(1)))
     func largeBodiesAreEchoedAndOversizedOnesReset() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext())
-        defer { server.stop() }
-        let client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration))
-        defer { client.loop.shutdown() }
+        let pair = try ClientServerPair()
+        defer { pair.tearDown() }
+        let client = pair.client
         #expect(try await client.connect())
         let large = (0..<(600 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         for tag in UInt64(1)...4 {

@@ -193,3 +193,35 @@ final class TestClient: @unchecked Sendable {
         loop.shutdown()
     }
 }
+
+/// Generated credentials, a `TestServer` and one `TestClient` for it on loopback; `tearDown()`
+/// stops all three.
+final class ClientServerPair: @unchecked Sendable {
+    let credentials: TestCredentials
+    let server: TestServer
+    let client: TestClient
+
+    init(maxConcurrentStreams: Int = 100, streamTimeoutNanoseconds: UInt64 = 10_000_000_000) throws {
+        credentials = try TestCredentials()
+        do {
+            server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: maxConcurrentStreams)
+        } catch {
+            credentials.remove()
+            throw error
+        }
+        do {
+            client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration),
+                                    streamTimeoutNanoseconds: streamTimeoutNanoseconds)
+        } catch {
+            server.stop()
+            credentials.remove()
+            throw error
+        }
+    }
+
+    func tearDown() {
+        client.loop.shutdown()
+        server.stop()
+        credentials.remove()
+    }
+}
