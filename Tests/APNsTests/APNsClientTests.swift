@@ -369,15 +369,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         client.shutdown()
 
         #expect(recorder.callCount == 40)
-        let snapshot = recorder.snapshot
-        for tag in 0..<40 {
-            let deliveries = try #require(snapshot[UInt64(tag)])
-            try #require(deliveries.count == 1)
-            guard case .failure(.connectionLost) = deliveries[0].result else {
-                Issue.record("tag \(tag): \(deliveries[0].result)")
-                continue
-            }
-        }
+        try expectEachFinishedOnce(recorder, tags: 0..<40) { if case .failure(.connectionLost) = $0 { true } else { false } }
         #expect(client.queuedCount == 0)
 
         // After shutdown, new notifications fail at once.
@@ -413,16 +405,8 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         #expect(client.queuedCount == 5)
         client.shutdown()
 
-        let snapshot = recorder.snapshot
         #expect(recorder.callCount == 5)
-        for tag in 0..<5 {
-            let deliveries = try #require(snapshot[UInt64(tag)])
-            try #require(deliveries.count == 1)
-            guard case .failure(.connectionLost) = deliveries[0].result else {
-                Issue.record("tag \(tag): \(deliveries[0].result)")
-                continue
-            }
-        }
+        try expectEachFinishedOnce(recorder, tags: 0..<5) { if case .failure(.connectionLost) = $0 { true } else { false } }
         #expect(client.queuedCount == 0)
     }
 
@@ -471,15 +455,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         client.send(batch(0..<3))
         #expect(await waitUntil { handler.receivedCount == 3 && recorder.callCount >= 3 })
 
-        let snapshot = recorder.snapshot
-        for tag in 0..<3 {
-            let deliveries = try #require(snapshot[UInt64(tag)])
-            try #require(deliveries.count == 1)
-            guard case .failure(.timeout) = deliveries[0].result else {
-                Issue.record("tag \(tag): \(deliveries[0].result)")
-                continue
-            }
-        }
+        try expectEachFinishedOnce(recorder, tags: 0..<3) { if case .failure(.timeout) = $0 { true } else { false } }
         #expect(client.queuedCount == 0)
     }
 }
@@ -506,16 +482,22 @@ struct APNsClientStreamIDTests {
         client.send(batch(1..<6))
 
         #expect(await waitUntil { recorder.callCount >= 6 })
-        for tag in 0..<6 {
-            let deliveries = try #require(recorder.snapshot[UInt64(tag)])
-            try #require(deliveries.count == 1)
-            guard case .response(let response) = deliveries[0].result, response.status == 200 else {
-                Issue.record("tag \(tag): \(deliveries[0].result)")
-                continue
-            }
-        }
+        try expectEachFinishedOnce(recorder, tags: 0..<6) { if case .response(let response) = $0 { response.status == 200 } else { false } }
         let current = await onSlotLoop(slot) { slot.connection }
         #expect(current !== first, "the spent connection was not replaced")
+    }
+}
+
+/// Each tag finished exactly once, with a result that `matches`.
+private func expectEachFinishedOnce(
+    _ recorder: DeliveryRecorder, tags: Range<Int>, sourceLocation: SourceLocation = #_sourceLocation,
+    _ matches: (APNsDeliveryResult) -> Bool
+) throws {
+    let snapshot = recorder.snapshot
+    for tag in tags {
+        let deliveries = try #require(snapshot[UInt64(tag)], sourceLocation: sourceLocation)
+        try #require(deliveries.count == 1, sourceLocation: sourceLocation)
+        #expect(matches(deliveries[0].result), "tag \(tag): \(deliveries[0].result)", sourceLocation: sourceLocation)
     }
 }
 
