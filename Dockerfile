@@ -1,5 +1,5 @@
 # Build stage: the Swift toolchain plus the Debian -dev packages the project links against.
-FROM swift:6.0-bookworm AS build
+FROM swift:6.3-bookworm AS build
 WORKDIR /src
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         librdkafka-dev libnghttp2-dev libssl-dev libyaml-dev pkg-config \
