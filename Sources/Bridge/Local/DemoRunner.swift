@@ -67,7 +67,11 @@ public enum DemoRunner {
             }
             if Date().timeIntervalSince(lastProgress) >= 1 {
                 lastProgress = Date()
-                progress("results \(report.results)/\(workload.expectedResults), dead letters \(report.deadLetters)/\(workload.expectedDeadLetters), invalid tokens \(report.invalidTokens)/\(workload.expectedInvalidTokens)")
+                if report.results + report.deadLetters + report.invalidTokens == 0 {
+                    progress("waiting for the bridge and the observer to join their consumer groups")
+                } else {
+                    progress("results \(report.results)/\(workload.expectedResults), dead letters \(report.deadLetters)/\(workload.expectedDeadLetters), invalid tokens \(report.invalidTokens)/\(workload.expectedInvalidTokens)")
+                }
             }
         }
         report.seconds = Date().timeIntervalSince(started)
