@@ -52,6 +52,32 @@ private final class SilentHandler: HTTP2ServerHandler {
     var receivedCount: Int { held.withLock { $0.count } }
 }
 
+/// An HTTP/2 + TLS server whose handler never answers, on a loop of its own.
+private final class SilentServer: Sendable {
+    let server: HTTP2Server
+    let handler = SilentHandler()
+    private let group: EventLoopGroup
+
+    init(credentials: TestCredentials, maxConcurrentStreams: Int) throws {
+        group = try EventLoopGroup(threads: 1, name: "silent-server")
+        do {
+            server = try HTTP2Server(
+                host: "127.0.0.1", port: 0,
+                tls: TLSServerContext(certificateFile: credentials.serverCertificateFile,
+                                      privateKeyFile: credentials.serverPrivateKeyFile),
+                group: group, maxConcurrentStreams: maxConcurrentStreams, handler: handler)
+        } catch {
+            group.shutdown()
+            throw error
+        }
+    }
+
+    func stop() {
+        server.close()
+        group.shutdown()
+    }
+}
+
 /// Credentials, client TLS, token provider and client loops shared by one test.
 private struct ClientEnvironment {
     let scratch: ScratchDirectory
@@ -82,21 +108,9 @@ private struct ClientEnvironment {
                           tokenProvider: tokenProvider, delegate: delegate)
     }
 
-    /// A silent server on the test certificate, with its own loop; stop it with `stop`.
-    func startSilentServer(maxConcurrentStreams: Int) throws -> (HTTP2Server, EventLoopGroup, SilentHandler) {
-        let serverGroup = try EventLoopGroup(threads: 1, name: "silent-server")
-        let handler = SilentHandler()
-        do {
-            let server = try HTTP2Server(
-                host: "127.0.0.1", port: 0,
-                tls: TLSServerContext(certificateFile: credentials.serverCertificateFile,
-                                      privateKeyFile: credentials.serverPrivateKeyFile),
-                group: serverGroup, maxConcurrentStreams: maxConcurrentStreams, handler: handler)
-            return (server, serverGroup, handler)
-        } catch {
-            serverGroup.shutdown()
-            throw error
-        }
+    /// A server on the test certificate that never answers, with its own loop.
+    func startSilentServer(maxConcurrentStreams: Int) throws -> SilentServer {
+        try SilentServer(credentials: credentials, maxConcurrentStreams: maxConcurrentStreams)
     }
 
     func tearDown() {
@@ -386,11 +400,9 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
     func shutdownFailsInFlightAndQueuedNotificationsOnce() async throws {
         let environment = try ClientEnvironment()
         defer { environment.tearDown() }
-        let (server, serverGroup, handler) = try environment.startSilentServer(maxConcurrentStreams: 2)
-        defer {
-            server.close()
-            serverGroup.shutdown()
-        }
+        let silent = try environment.startSilentServer(maxConcurrentStreams: 2)
+        defer { silent.stop() }
+        let (server, handler) = (silent.server, silent.handler)
         let recorder = DeliveryRecorder()
         // A deadline far beyond the test's waits: nothing may finish before shutdown, however
         // slowly a loaded machine schedules this test.
@@ -414,11 +426,9 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
     func shutdownFromTheDelegateOnTheLoopThreadDoesNotDeadlock() async throws {
         let environment = try ClientEnvironment()
         defer { environment.tearDown() }
-        let (server, serverGroup, handler) = try environment.startSilentServer(maxConcurrentStreams: 2)
-        defer {
-            server.close()
-            serverGroup.shutdown()
-        }
+        let silent = try environment.startSilentServer(maxConcurrentStreams: 2)
+        defer { silent.stop() }
+        let (server, handler) = (silent.server, silent.handler)
         let delegate = ShutdownOnFirstAnswer()
         let client = environment.makeClient(port: server.port, connections: 1, delegate: delegate,
                                             requestTimeoutNanoseconds: 100_000_000)
@@ -442,11 +452,9 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
     func reportsATimeoutWhenTheServerNeverAnswers() async throws {
         let environment = try ClientEnvironment()
         defer { environment.tearDown() }
-        let (server, serverGroup, handler) = try environment.startSilentServer(maxConcurrentStreams: 100)
-        defer {
-            server.close()
-            serverGroup.shutdown()
-        }
+        let silent = try environment.startSilentServer(maxConcurrentStreams: 100)
+        defer { silent.stop() }
+        let (server, handler) = (silent.server, silent.handler)
         let recorder = DeliveryRecorder()
         let client = environment.makeClient(port: server.port, connections: 1, delegate: recorder,
                                             requestTimeoutNanoseconds: 150_000_000)

@@ -1,3 +1,4 @@
+import APNs
 import Bridge
 import Foundation
 import Kafka
@@ -30,6 +31,36 @@ struct CommandLineTests {
             topic: environment.requestTopic, partitions: environment.partitions
         )
         #expect(committed.values.reduce(0, +) == Int64(workload.records.count))
+    }
+
+    @Test func aSecondSignalStopsAtOnceWithoutCommittingUnfinishedWork() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        try environment.produceRequests((0..<3).map { index in
+            DemoWorkload.Record(
+                key: Array("r\(index)".utf8),
+                value: Array(#"{"token":"\#(String(repeating: "3c", count: 32))","payload":{"aps":{}}}"#.utf8)
+            )
+        })
+        let yaml = environment.configurationYAML(groupID: "e2e-second-signal")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 60s")
+        let configFile = try TemporaryFile(contents: yaml)
+        environment.simulator.close()  // APNs unreachable: the drain would wait the whole 60 s
+
+        let process = try BridgeBinary.start(["run", "--config", configFile.path])
+        defer { if process.isRunning { process.terminate() } }
+        sleep(6)  // joins the group and takes the three requests
+        #expect(process.isRunning)
+        kill(process.processIdentifier, SIGTERM)
+        usleep(300_000)
+        kill(process.processIdentifier, SIGTERM)
+        let exit = BridgeBinary.wait(process, seconds: 10)
+        #expect(exit == 1)
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: "e2e-second-signal",
+            topic: environment.requestTopic, partitions: 1
+        )
+        #expect(committed[0] == nil)
     }
 
     @Test func checkNamesTheUnknownKeyAndExitsTwo() throws {
