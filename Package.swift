@@ -38,15 +38,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"], swiftSettings: strictSettings),
-        .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: strictSettings),
-        .testTarget(name: "JSONTests", dependencies: ["JSON"], swiftSettings: strictSettings),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "APNs"], swiftSettings: strictSettings),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "HTTP2", "JSON"], swiftSettings: strictSettings),
-        .testTarget(name: "BridgeTests", dependencies: ["Bridge", "YAML", "Kafka", "APNs"], swiftSettings: strictSettings),
+        // Shared test helpers (waiting for a condition, scratch directories), used by every suite.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
+
+        .testTarget(name: "ObservabilityTests", dependencies: ["TestSupport", "Observability"], swiftSettings: strictSettings),
+        .testTarget(name: "KafkaTests", dependencies: ["TestSupport", "Kafka"], swiftSettings: strictSettings),
+        .testTarget(name: "JSONTests", dependencies: ["TestSupport", "JSON"], swiftSettings: strictSettings),
+        .testTarget(name: "HTTP2Tests", dependencies: ["TestSupport", "HTTP2", "APNs"], swiftSettings: strictSettings),
+        .testTarget(name: "APNsTests", dependencies: ["TestSupport", "APNs", "HTTP2", "JSON"], swiftSettings: strictSettings),
+        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs"], swiftSettings: strictSettings),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Bridge", "Kafka", "APNs", "HTTP2", "JSON", "Observability"],
+            dependencies: ["TestSupport", "Bridge", "Kafka", "APNs", "HTTP2", "JSON", "Observability"],
             swiftSettings: strictSettings
         ),
     ],

@@ -2,6 +2,7 @@ import Foundation
 @testable import HTTP2
 import Synchronization
 import Testing
+import TestSupport
 @testable import APNs
 
 /// Records every delegate call by tag (a tag finished twice shows up as two entries).
@@ -154,26 +155,6 @@ private final class PortReservation {
     func release() { close(descriptor) }
 }
 
-/// Waits until `condition` holds, polling; false when `timeout` passed first.
-private func waitUntil(timeout: Duration = .seconds(15), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return true
-}
-
-/// `waitUntil` for a condition that has to hop to a loop.
-private func waitUntilAsync(timeout: Duration = .seconds(15), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while await !condition() {
-        if ContinuousClock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return true
-}
-
 /// A distinct valid device token for `index`.
 private func deviceToken(_ index: Int) -> String {
     String(format: "%064lx", index)
@@ -253,7 +234,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         }
         #expect(sent == total)
         #expect(client.queuedCount > 0)   // counted by `send` itself
-        #expect(await waitUntil { recorder.callCount >= total && client.queuedCount == 0 })
+        #expect(await eventually { recorder.callCount >= total && client.queuedCount == 0 })
         expectDelivered(recorder, 0..<total)
         #expect(recorder.callCount == total)
         #expect(client.queuedCount == 0)
@@ -279,7 +260,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         client.send(tokens.enumerated().map {
             APNsPendingNotification(notification: notification(token: $0.element), tag: UInt64($0.offset))
         })
-        #expect(await waitUntil { recorder.callCount >= tokens.count })
+        #expect(await eventually { recorder.callCount >= tokens.count })
 
         let snapshot = recorder.snapshot
         for (index, token) in tokens.enumerated() {
@@ -319,7 +300,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         client.start()
 
         client.send(batch(0..<300))
-        #expect(await waitUntil { recorder.callCount >= 300 })
+        #expect(await eventually { recorder.callCount >= 300 })
         expectDelivered(recorder, 0..<300)
         let peak = await peakActiveStreams(client.slots[0])
         #expect(peak >= 1 && peak <= 3)
@@ -327,7 +308,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         // Lowered at runtime: the connection keeps working under the new limit.
         simulator.setMaxConcurrentStreams(1)
         client.send(batch(300..<400))
-        #expect(await waitUntil { recorder.callCount >= 400 })
+        #expect(await eventually { recorder.callCount >= 400 })
         expectDelivered(recorder, 0..<400)
         #expect(client.queuedCount == 0)
     }
@@ -351,18 +332,18 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
 
         let first = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration(port: port))
         try first.start()
-        #expect(await waitUntil { recorder.callCount >= 50 })
+        #expect(await eventually { recorder.callCount >= 50 })
         expectDelivered(recorder, 0..<50)
 
         // Closed and restarted: the slots reconnect and deliver what was sent in between.
         first.close()
-        #expect(await waitUntilAsync { await !anySlotConnected(client) })
+        #expect(await eventuallyAsync { await !anySlotConnected(client) })
         client.send(batch(50..<100))
         #expect(client.queuedCount == 50)
         let second = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration(port: port))
         try second.start()
         defer { second.close() }
-        #expect(await waitUntil { recorder.callCount >= 100 })
+        #expect(await eventually { recorder.callCount >= 100 })
         // Sent after the close: queued until a connection was back, so none was lost in flight.
         expectDelivered(recorder, 0..<100)
         #expect(client.queuedCount == 0)
@@ -388,7 +369,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
 
         // After shutdown, new notifications fail at once.
         client.send(batch(40..<41))
-        #expect(await waitUntil { recorder.callCount >= 41 })
+        #expect(await eventually { recorder.callCount >= 41 })
         guard case .failure(.connectionLost)? = recorder.snapshot[40]?.first?.result else {
             Issue.record("a notification sent after shutdown did not fail")
             return
@@ -412,7 +393,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         client.start()
         client.send(batch(0..<5))
         // Two streams reach the server (its limit), three stay queued.
-        #expect(await waitUntil { handler.receivedCount >= 2 })
+        #expect(await eventually { handler.receivedCount >= 2 })
         #expect(handler.receivedCount == 2)
         #expect(client.queuedCount == 5)
         client.shutdown()
@@ -435,7 +416,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         client.start()
         client.send(batch(0..<6))
         // The first timeout shuts the pool down from the loop; the rest fail once each.
-        #expect(await waitUntil { delegate.recorder.callCount >= 6 && client.queuedCount == 0 })
+        #expect(await eventually { delegate.recorder.callCount >= 6 && client.queuedCount == 0 })
         #expect(handler.receivedCount >= 1)
         let snapshot = delegate.recorder.snapshot
         #expect(snapshot.count == 6 && snapshot.values.allSatisfy { $0.count == 1 })
@@ -461,7 +442,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         defer { client.shutdown() }
         client.start()
         client.send(batch(0..<3))
-        #expect(await waitUntil { handler.receivedCount == 3 && recorder.callCount >= 3 })
+        #expect(await eventually { handler.receivedCount == 3 && recorder.callCount >= 3 })
 
         try expectEachFinishedOnce(recorder, tags: 0..<3) { if case .failure(.timeout) = $0 { true } else { false } }
         #expect(client.queuedCount == 0)
@@ -481,7 +462,7 @@ struct APNsClientStreamIDTests {
         let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder)
         client.start()
         client.send(batch(0..<1))
-        #expect(await waitUntil { recorder.callCount >= 1 })
+        #expect(await eventually { recorder.callCount >= 1 })
 
         // Leave the connection two stream ids (the largest odd ids), then send five more.
         let slot = client.slots[0]
@@ -489,7 +470,7 @@ struct APNsClientStreamIDTests {
         #expect(await onSlotLoop(slot) { first.setNextStreamIDForTesting(2_147_483_645) })
         client.send(batch(1..<6))
 
-        #expect(await waitUntil { recorder.callCount >= 6 })
+        #expect(await eventually { recorder.callCount >= 6 })
         try expectEachFinishedOnce(recorder, tags: 0..<6) { if case .response(let response) = $0 { response.status == 200 } else { false } }
         let current = await onSlotLoop(slot) { slot.connection }
         #expect(current !== first, "the spent connection was not replaced")

@@ -16,7 +16,7 @@ import Testing
                 seen.withLock { $0.append(index) }
             }
         }
-        #expect(try await eventually { seen.withLock { $0.count } == 1000 })
+        #expect(await eventually { seen.withLock { $0.count } == 1000 })
         #expect(seen.withLock { $0 } == Array(0..<1000))
         #expect(onLoop.withLock { $0 })
     }
@@ -33,7 +33,7 @@ import Testing
         loop.execute {
             loop.schedule(afterNanoseconds: 0) { fired.withLock { $0.append("0ms") } }
         }
-        #expect(try await eventually { fired.withLock { $0.count } == 3 })
+        #expect(await eventually { fired.withLock { $0.count } == 3 })
         try await Task.sleep(for: .milliseconds(30))
         #expect(fired.withLock { $0 } == ["0ms", "10ms", "30ms"])
     }

@@ -43,7 +43,7 @@ final class RequestPump: @unchecked Sendable {
         client.delegate.onFinish = { pump.fill($0) }
 
         #expect(try await client.connect())
-        #expect(try await eventually { client.delegate.finishCount == 2000 })
+        #expect(await eventually { client.delegate.finishCount == 2000 })
         for tag in UInt64(0)..<2000 {
             guard case .success(let response)? = client.delegate.result(tag) else {
                 Issue.record("stream \(tag) did not succeed: \(String(describing: client.delegate.result(tag)))")
@@ -69,14 +69,14 @@ final class RequestPump: @unchecked Sendable {
         #expect(try await client.connect())
 
         #expect(await client.submit(testRequest(tag: 1, path: "/never"), tag: 1))
-        #expect(try await eventually { client.delegate.result(1) != nil })
+        #expect(await eventually { client.delegate.result(1) != nil })
         #expect(client.delegate.failure(1) == .timeout)
         let connection = client.connection
         let activeAfterTimeout = await onLoop(client.loop) { connection.activeStreams }
         #expect(activeAfterTimeout == 0)
 
         #expect(await client.submit(testRequest(tag: 2), tag: 2))
-        #expect(try await eventually { client.delegate.result(2) != nil })
+        #expect(await eventually { client.delegate.result(2) != nil })
         guard case .success(let response)? = client.delegate.result(2) else {
             Issue.record("second stream failed")
             return
@@ -94,10 +94,10 @@ final class RequestPump: @unchecked Sendable {
         for tag in UInt64(1)...3 {
             #expect(await client.submit(testRequest(tag: tag, path: "/never"), tag: tag))
         }
-        #expect(try await eventually { server.handler.received == 3 })
+        #expect(await eventually { server.handler.received == 3 })
 
         server.server.close()
-        #expect(try await eventually { client.delegate.closeReason != nil })
+        #expect(await eventually { client.delegate.closeReason != nil })
         for tag in UInt64(1)...3 {
             guard case .failure(.connectionLost)? = client.delegate.result(tag) else {
                 Issue.record("stream \(tag): \(String(describing: client.delegate.result(tag)))")
@@ -126,7 +126,7 @@ final class RequestPump: @unchecked Sendable {
         #expect(client.delegate.failure(2) == .connectionLost("connection closed by client"))
         #expect(client.delegate.finishCount == 2)
         // The server forgets the connection once the client is gone.
-        #expect(try await eventually { server.handler.received == 2 })
+        #expect(await eventually { server.handler.received == 2 })
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -144,7 +144,7 @@ final class RequestPump: @unchecked Sendable {
             return first && second
         }
         #expect(accepted)
-        #expect(try await eventually { client.delegate.finishCount == 2 })
+        #expect(await eventually { client.delegate.finishCount == 2 })
         #expect(client.delegate.failure(1) == .refused)
         #expect(client.delegate.failure(2) == .refused)
         #expect(server.handler.received == 0)
@@ -158,7 +158,7 @@ final class RequestPump: @unchecked Sendable {
         #expect(try await client.connect())
 
         server.server.setMaxConcurrentStreams(5)
-        #expect(try await eventually { client.delegate.record.withLock { $0.settings.last } == 5 })
+        #expect(await eventually { client.delegate.record.withLock { $0.settings.last } == 5 })
         let connection = client.connection
         let maxConcurrent = await onLoop(client.loop) { connection.maxConcurrentStreams }
         #expect(maxConcurrent == 5)
@@ -166,7 +166,7 @@ final class RequestPump: @unchecked Sendable {
         let pump = RequestPump(total: 60, path: "/slow")
         client.delegate.onFinish = { pump.fill($0) }
         client.loop.execute { pump.fill(connection) }
-        #expect(try await eventually { client.delegate.finishCount == 60 })
+        #expect(await eventually { client.delegate.finishCount == 60 })
         let (maxActive, refusedSubmits) = await onLoop(client.loop) { (pump.maxActive, pump.refusedSubmits) }
         #expect(maxActive == 5)
         #expect(refusedSubmits > 0)
@@ -192,7 +192,7 @@ final class RequestPump: @unchecked Sendable {
         }
         let oversized = [UInt8](repeating: 1, count: 1_536 * 1024)
         #expect(await client.submit(HTTP2Request(path: "/echo/5", headers: [], body: oversized), tag: 5))
-        #expect(try await eventually { client.delegate.finishCount == 5 })
+        #expect(await eventually { client.delegate.finishCount == 5 })
         for tag in UInt64(1)...4 {
             guard case .success(let response)? = client.delegate.result(tag) else {
                 Issue.record("large stream \(tag) failed: \(String(describing: client.delegate.result(tag)))")

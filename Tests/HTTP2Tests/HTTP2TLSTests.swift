@@ -83,7 +83,7 @@ import Testing
             connection.flush()
         }
         client.connection.start()
-        #expect(try await eventually { client.delegate.closeReason != nil })
+        #expect(await eventually { client.delegate.closeReason != nil })
         #expect(client.delegate.closeReason?.contains("HTTP/2 protocol error") == true, "\(client.delegate.closeReason ?? "")")
         if client.delegate.isReady {
             // The request either never left (refused: HEADERS were still queued when the
@@ -110,7 +110,7 @@ import Testing
         defer { client.loop.shutdown() }
         #expect(try await client.connect())
         #expect(await client.submit(testRequest(tag: 7), tag: 7))
-        #expect(try await eventually { client.delegate.result(7) != nil })
+        #expect(await eventually { client.delegate.result(7) != nil })
         guard case .success(let response)? = client.delegate.result(7) else {
             Issue.record("request after the hostile client failed")
             return
@@ -144,7 +144,7 @@ import Testing
         defer { client.loop.shutdown() }
         #expect(try await client.connect())
         #expect(await client.submit(testRequest(tag: 3), tag: 3))
-        #expect(try await eventually { client.delegate.result(3) != nil })
+        #expect(await eventually { client.delegate.result(3) != nil })
         guard case .success(let response)? = client.delegate.result(3) else {
             Issue.record("request with client certificate failed: \(String(describing: client.delegate.result(3)))")
             return

@@ -50,7 +50,7 @@ final class RawTLSServer: @unchecked Sendable {
     /// Stops listening and waits (up to 5 s) for the serving thread.
     func stop() async throws {
         shutdown(listenFD, Int32(SHUT_RDWR))
-        _ = try await eventually(timeout: .seconds(5)) { done.withLock { $0 } }
+        _ = await eventually(timeout: .seconds(5)) { done.withLock { $0 } }
         close(listenFD)
         SSL_CTX_free(context)
     }

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 @testable import HTTP2
 import Synchronization
+@_exported import TestSupport
 
 /// Generated credentials in a fresh temporary directory: CA, server (localhost + 127.0.0.1)
 /// and client certificates.
@@ -28,16 +29,6 @@ struct TestCredentials {
     func remove() {
         try? FileManager.default.removeItem(atPath: directory)
     }
-}
-
-/// Polls `condition` every 5 ms until it holds or `timeout` passes.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        if ContinuousClock.now > deadline { return false }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-    return true
 }
 
 /// Records everything a client connection reports; optional hooks run on the loop thread.
@@ -171,7 +162,7 @@ final class TestClient: @unchecked Sendable {
     @discardableResult
     func connect() async throws -> Bool {
         connection.start()
-        _ = try await eventually { delegate.isReady || delegate.closeReason != nil }
+        _ = await eventually { delegate.isReady || delegate.closeReason != nil }
         return delegate.isReady
     }
 
@@ -189,7 +180,7 @@ final class TestClient: @unchecked Sendable {
     func stop() async throws {
         let connection = self.connection
         loop.execute { connection.close() }
-        _ = try await eventually { delegate.closeReason != nil }
+        _ = await eventually { delegate.closeReason != nil }
         loop.shutdown()
     }
 }
