@@ -140,16 +140,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public func submit(_ request: HTTP2Request, tag: UInt64) -> Bool {
         guard state == .ready, let session, streams.count < peerMaxConcurrentStreams,
               nghttp2_session_check_request_allowed(session) != 0 else { return false }
-        var byteCapacity = 28 + HeaderBlock.size(authority) + HeaderBlock.size(request.path)
-        for header in request.headers {
-            byteCapacity += HeaderBlock.size(header.name) + HeaderBlock.size(header.value)
-        }
-        let streamID = HeaderBlock.with(fieldCount: 4 + request.headers.count, byteCapacity: byteCapacity) { block in
-            block.add(":method", "POST")
-            block.add(":scheme", "https")
-            block.add(":authority", authority)
-            block.add(":path", request.path)
-            for header in request.headers { block.add(header.name, header.value) }
+        let streamID = HeaderBlock.withRequestHeaders(authority: authority, request: request) { block in
             if request.body.isEmpty {
                 return nghttp2_submit_request(session, nil, block.nameValues, block.count, nil, nil)
             }

@@ -76,7 +76,7 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         streams.values[index].responded = true
         streams.values[index].responseBody = body
         let statusText = String(status)
-        var byteCapacity = 7 + HeaderBlock.size(statusText)
+        var byteCapacity = HeaderBlock.size(":status") + HeaderBlock.size(statusText)
         for header in headers { byteCapacity += HeaderBlock.size(header.name) + HeaderBlock.size(header.value) }
         let result = HeaderBlock.with(fieldCount: 1 + headers.count, byteCapacity: byteCapacity) { block in
             block.add(":status", statusText)

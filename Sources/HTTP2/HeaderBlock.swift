@@ -23,6 +23,13 @@ struct HeaderBlock {
     @inline(__always)
     static func size(_ text: String) -> Int { text.utf8.count }
 
+    /// The bytes a static string (a pseudo-header name or fixed value) needs in the block.
+    @inline(__always)
+    static func size(_ text: StaticString) -> Int { text.utf8CodeUnitCount }
+
+    /// Bytes still free in the block.
+    var remainingCapacity: Int { bytes.count - byteCount }
+
     /// Appends a field with a static name (e.g. a pseudo header).
     mutating func add(_ name: StaticString, _ value: String) {
         let nameStart = byteCount
@@ -47,7 +54,8 @@ struct HeaderBlock {
     private mutating func appendField(nameStart: Int, nameLength: Int, value: String) {
         let valueStart = byteCount
         appendString(value)
-        // invariant: the builder was sized by the caller with `size(_:)` for every name and value.
+        precondition(count < fields.count, "HeaderBlock: more fields than it was sized for")
+        // invariant: temporary allocations of capacity >= 1 always have a base address.
         let base = bytes.baseAddress!
         fields[count] = nghttp2_nv(name: base + nameStart, value: base + valueStart, namelen: nameLength,
                                    valuelen: byteCount - valueStart, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
@@ -61,8 +69,34 @@ struct HeaderBlock {
 
     private mutating func append(_ source: UnsafeRawBufferPointer) {
         guard let sourceBase = source.baseAddress, source.count > 0 else { return }
-        // invariant: the builder was sized by the caller, so the bytes fit.
+        // Writing past the scratch memory would corrupt the stack: refuse instead.
+        precondition(source.count <= bytes.count - byteCount, "HeaderBlock: bytes beyond the capacity it was sized for")
+        // invariant: temporary allocations of capacity >= 1 always have a base address.
         UnsafeMutableRawPointer(bytes.baseAddress! + byteCount).copyMemory(from: sourceBase, byteCount: source.count)
         byteCount += source.count
+    }
+}
+
+extension HeaderBlock {
+    /// Runs `body` with the header block of a POST request: `:method`, `:scheme`, `:authority`,
+    /// `:path`, then the request's headers, in scratch memory sized from exactly those bytes.
+    static func withRequestHeaders<Result>(
+        authority: String,
+        request: HTTP2Request,
+        _ body: (inout HeaderBlock) -> Result
+    ) -> Result {
+        var byteCapacity = size(":method") + size("POST") + size(":scheme") + size("https")
+            + size(":authority") + size(authority) + size(":path") + size(request.path)
+        for header in request.headers {
+            byteCapacity += size(header.name) + size(header.value)
+        }
+        return with(fieldCount: 4 + request.headers.count, byteCapacity: byteCapacity) { block in
+            block.add(":method", "POST")
+            block.add(":scheme", "https")
+            block.add(":authority", authority)
+            block.add(":path", request.path)
+            for header in request.headers { block.add(header.name, header.value) }
+            return body(&block)
+        }
     }
 }
