@@ -16,7 +16,7 @@ public final class APNsSimulator: Sendable {
     /// The rules that answer each request.
     public let rules: APNsSimulatorRules
     private let faults: FaultHook?
-    private let running = Mutex<Running?>(nil)
+    private let running = Locked<Running?>(nil)
     private let logger = Logger(label: "apns.simulator")
 
     private struct Running: @unchecked Sendable {   // HTTP2Server and EventLoopGroup are thread-safe

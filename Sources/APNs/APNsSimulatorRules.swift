@@ -1,4 +1,5 @@
 import Synchronization
+import Observability
 
 /// Apple's validation and answers, as a function from one request (and its connection's
 /// authentication state) to the answer. No sockets: the simulator calls it per stream, and tests
@@ -23,7 +24,7 @@ public final class APNsSimulatorRules: Sendable {
     private let sendsUniqueID: Bool
     private let certificateAuthPolicy: CertificateAuthPolicy?
     private let verifiedTokenCacheLimit: Int
-    private let verifiedTokens = Mutex<[String: JWTClaims]>([:])
+    private let verifiedTokens = Locked<[String: JWTClaims]>([:])
     private let uuids = SimulatorUUIDGenerator()
 
     /// Creates the rules.

@@ -13,7 +13,7 @@ import Synchronization
 /// carry the same wrong clock and could trip `TooManyProviderTokenUpdates`, so it is kept and
 /// `invalidate` returns false (the caller reports the failure instead of retrying forever).
 ///
-/// Thread-safe (`Mutex`). Signing happens under the lock, at most once per refresh interval.
+/// Thread-safe (`Locked`). Signing happens under the lock, at most once per refresh interval.
 /// Use one provider per connection or pool as Apple's 20-minute rule requires.
 public final class APNsTokenProvider: Sendable {
     /// The floor on token age before a new one may be signed: 20 minutes.
@@ -29,7 +29,7 @@ public final class APNsTokenProvider: Sendable {
 
     private let signer: JWTSigner
     private let clock: @Sendable () -> Int64
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Age in seconds after which the token is re-signed (never below `minimumRefreshSeconds`).
     public let refreshIntervalSeconds: Int64

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import COpenSSL
 import Synchronization
+import Observability
 
 /// A throw-away certificate authority for tests, demos and the APNs simulator ("generated test
 /// credentials"): an EC P-256 self-signed CA that issues server certificates (SANs for names and
@@ -17,7 +18,7 @@ public final class CertificateAuthority: @unchecked Sendable {
     public let privateKeyPEM: String
     private let key: OpaquePointer
     private let certificate: OpaquePointer
-    private let lock = Mutex(())
+    private let lock = Locked(())
 
     /// Generates a new CA key and self-signed CA certificate.
     /// - Throws: ``HTTP2Error`` with code `.certificateGeneration`.

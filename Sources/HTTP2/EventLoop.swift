@@ -30,7 +30,7 @@ public final class EventLoop: @unchecked Sendable {
         var interest: IOInterest
     }
 
-    private let state = Mutex(SharedState())
+    private let state = Locked(SharedState())
     private let threadID = Atomic<UInt>(0)
     private let epollFD: Int32
     private let wakeFD: Int32

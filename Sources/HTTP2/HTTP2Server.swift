@@ -26,7 +26,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     private let handler: HTTP2ServerHandler
     private let acceptLoop: EventLoop
     private let listenFD: Int32
-    private let shared: Mutex<Shared>
+    private let shared: Locked<Shared>
     private let logger = Logger(label: "http2.server")
 
     /// Binds and listens (SO_REUSEADDR) on `host`:`port`; port 0 picks an ephemeral port.
@@ -43,7 +43,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         self.group = group
         self.handler = handler
         self.acceptLoop = group.next()
-        self.shared = Mutex(Shared(maxConcurrentStreams: maxConcurrentStreams))
+        self.shared = Locked(Shared(maxConcurrentStreams: maxConcurrentStreams))
         let acceptLoop = self.acceptLoop
         acceptLoop.execute { [self] in
             do {

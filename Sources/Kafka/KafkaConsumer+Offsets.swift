@@ -1,5 +1,6 @@
 import CRdKafka
 import Synchronization
+import Observability
 
 extension KafkaConsumer {
     /// Stores the offsets to commit next: `nextOffset` is the last processed offset + 1.

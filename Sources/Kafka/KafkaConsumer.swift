@@ -16,7 +16,7 @@ public final class KafkaConsumer: @unchecked Sendable {
     let logger: Logger
     /// Guards the phase; calls from any thread run their (non-blocking) C call under it, so
     /// `close` cannot destroy the handle under them.
-    let phase = Mutex(Phase.open)
+    let phase = Locked(Phase.open)
     /// The last topic handle seen by `poll` and its name (polling thread only).
     private var topicName: (handle: OpaquePointer?, name: String) = (nil, "")
 

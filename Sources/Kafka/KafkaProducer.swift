@@ -23,7 +23,7 @@ public final class KafkaProducer: @unchecked Sendable {
     private let logger: Logger
     /// The `rd_kafka_t`, for the produce path.
     var clientPointer: OpaquePointer { client.pointer }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// How long `produce` waits for room when librdkafka's queue is full before throwing.
     static let queueFullWaitNanoseconds: UInt64 = 30_000_000_000

@@ -33,7 +33,7 @@ public final class MockKafkaCluster: @unchecked Sendable {
     private let owner: RDKafkaClient
     private let cluster: OpaquePointer
     /// Set by `close`; calls check it under the lock so none runs on a destroyed cluster.
-    private let isClosed = Mutex(false)
+    private let isClosed = Locked(false)
     /// The `bootstrap.servers` value that reaches the mock brokers.
     public let bootstrapServers: String
 

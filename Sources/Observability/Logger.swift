@@ -86,7 +86,7 @@ public enum LoggingSystem {
         var format: Format = .text
     }
 
-    private static let settings = Mutex(Settings())
+    private static let settings = Locked(Settings())
     private static let levelRaw = Atomic<Int>(Logger.Level.info.rawValue)
 
     /// The minimum level written.

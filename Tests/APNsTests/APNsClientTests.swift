@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import TestSupport
 @testable import APNs
+import Observability
 
 /// Records every delegate call by tag (a tag finished twice shows up as two entries).
 private final class DeliveryRecorder: APNsClientDelegate {
@@ -12,7 +13,7 @@ private final class DeliveryRecorder: APNsClientDelegate {
         let result: APNsDeliveryResult
     }
 
-    private let deliveries = Mutex<[UInt64: [Delivery]]>([:])
+    private let deliveries = Locked<[UInt64: [Delivery]]>([:])
     private let calls = Atomic<Int>(0)
 
     func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult) {
@@ -43,7 +44,7 @@ private final class ShutdownOnFirstAnswer: APNsClientDelegate {
 
 /// An HTTP/2 server over TLS that takes requests and never answers them (keeps the responders).
 private final class SilentHandler: HTTP2ServerHandler {
-    private let held = Mutex<[HTTP2Responder]>([])
+    private let held = Locked<[HTTP2Responder]>([])
 
     func handle(_ request: HTTP2ServerRequest, responder: HTTP2Responder) {
         held.withLock { $0.append(responder) }

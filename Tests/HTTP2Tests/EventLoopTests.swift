@@ -1,14 +1,15 @@
 import HTTP2
 import Synchronization
 import Testing
+import Observability
 
 @Suite struct EventLoopTests {
     @Test(.timeLimit(.minutes(1)))
     func tasksRunInOrderOnTheLoopThread() async throws {
         let loop = try EventLoop(name: "test-loop")
         defer { loop.shutdown() }
-        let seen = Mutex<[Int]>([])
-        let onLoop = Mutex(true)
+        let seen = Locked<[Int]>([])
+        let onLoop = Locked(true)
         #expect(loop.inEventLoop == false)
         for index in 0..<1000 {
             loop.execute {
@@ -25,7 +26,7 @@ import Testing
     func timersFireInDeadlineOrderAndCancelledOnesNever() async throws {
         let loop = try EventLoop(name: "test-timers")
         defer { loop.shutdown() }
-        let fired = Mutex<[String]>([])
+        let fired = Locked<[String]>([])
         loop.schedule(afterNanoseconds: 30_000_000) { fired.withLock { $0.append("30ms") } }
         loop.schedule(afterNanoseconds: 10_000_000) { fired.withLock { $0.append("10ms") } }
         let cancelled = loop.schedule(afterNanoseconds: 20_000_000) { fired.withLock { $0.append("cancelled") } }

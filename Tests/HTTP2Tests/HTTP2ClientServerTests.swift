@@ -1,6 +1,7 @@
 import HTTP2
 import Synchronization
 import Testing
+import Observability
 
 /// Loop-thread state of a test that keeps a connection full of requests.
 final class RequestPump: @unchecked Sendable {

@@ -5,6 +5,7 @@ import Foundation
 import HTTP2
 import Synchronization
 import Testing
+import Observability
 
 @Suite struct HTTP2TLSTests {
     @Test(.timeLimit(.minutes(1)))

@@ -4,6 +4,7 @@ import Glibc
 import COpenSSL
 @testable import HTTP2
 import Synchronization
+import Observability
 
 /// A blocking, single-connection TLS server written straight on OpenSSL: it completes the
 /// handshake (with or without ALPN), sends `payload`, then waits for the client to hang up.
@@ -12,7 +13,7 @@ final class RawTLSServer: @unchecked Sendable {
     let port: Int
     private let listenFD: Int32
     private let context: OpaquePointer
-    private let done = Mutex(false)
+    private let done = Locked(false)
 
     init(credentials: TestCredentials, offerALPN: Bool, payload: [UInt8]) throws {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw HTTP2Error(.tlsConfiguration, "SSL_CTX_new") }

@@ -5,6 +5,7 @@ import Foundation
 @testable import HTTP2
 import Synchronization
 @_exported import TestSupport
+import Observability
 
 /// Generated credentials in a fresh temporary directory: CA, server (localhost + 127.0.0.1)
 /// and client certificates.
@@ -42,7 +43,7 @@ final class RecordingDelegate: HTTP2ClientConnectionDelegate, @unchecked Sendabl
         var finishedAfterClose = false
     }
 
-    let record = Mutex(Record())
+    let record = Locked(Record())
     var onReady: ((HTTP2ClientConnection) -> Void)?
     var onFinish: ((HTTP2ClientConnection) -> Void)?
 
@@ -89,7 +90,7 @@ final class TestHandler: HTTP2ServerHandler, @unchecked Sendable {
         var maxInFlight = 0
     }
 
-    let stats = Mutex(Stats())
+    let stats = Locked(Stats())
 
     func handle(_ request: HTTP2ServerRequest, responder: HTTP2Responder) {
         stats.withLock {

@@ -5,7 +5,7 @@ import Synchronization
 
 /// Collects delivery reports from a producer's poll thread.
 final class DeliveryRecorder: Sendable {
-    private let reports = Mutex<[(tag: UInt64, error: KafkaError?)]>([])
+    private let reports = Locked<[(tag: UInt64, error: KafkaError?)]>([])
 
     var handler: @Sendable (UInt64, KafkaError?) -> Void {
         { [self] tag, error in reports.withLock { $0.append((tag, error)) } }
@@ -26,7 +26,7 @@ final class DeliveryRecorder: Sendable {
 
 /// Collects rebalance events from a consumer's polling thread.
 final class RebalanceRecorder: Sendable {
-    private let events = Mutex<[KafkaRebalanceEvent]>([])
+    private let events = Locked<[KafkaRebalanceEvent]>([])
 
     var handler: @Sendable (KafkaRebalanceEvent) -> Void {
         { [self] event in events.withLock { $0.append(event) } }

@@ -3,12 +3,13 @@ import Glibc
 #endif
 import Foundation
 import Synchronization
+import Observability
 
 /// A `BridgePipeline` whose `run()` loop runs on a thread of its own (demo, benchmark, tests).
 public final class BackgroundPipeline: Sendable {
     /// The pipeline.
     public let pipeline: BridgePipeline
-    private let exit = Mutex<Int32?>(nil)
+    private let exit = Locked<Int32?>(nil)
 
     /// Builds the pipeline from `configuration` and starts its consumer loop.
     public init(configuration: BridgeConfiguration, backpressureGrace: Duration = .seconds(1)) throws {

@@ -18,12 +18,12 @@ public final class BridgePipeline: Sendable {
     let publisher: ResultPublisher
     let dispatcher: NotificationDispatcher
     let decoder: PushRequestDecoder
-    let partitions = Mutex<[KafkaTopicPartition: PartitionProgress]>([:])
-    let pausedPartitions = Mutex<[KafkaTopicPartition]>([])
+    let partitions = Locked<[KafkaTopicPartition: PartitionProgress]>([:])
+    let pausedPartitions = Locked<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
-    private let fatalState = Mutex<String?>(nil)
+    private let fatalState = Locked<String?>(nil)
 
     /// Builds every component from the configuration; nothing is fetched until `run()`.
     /// - Throws: `PipelineError` naming what could not be set up (a key file, a TLS context, Kafka).
@@ -119,7 +119,7 @@ public final class BridgePipeline: Sendable {
 
 /// A weak, late-bound reference that lets callbacks created before the pipeline reach it.
 final class PipelineReference: Sendable {
-    private let reference = Mutex<WeakPipeline>(WeakPipeline())
+    private let reference = Locked<WeakPipeline>(WeakPipeline())
 
     private struct WeakPipeline {
         weak var pipeline: BridgePipeline?

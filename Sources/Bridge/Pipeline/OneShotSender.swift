@@ -54,7 +54,7 @@ public enum OneShotSender {
 
 /// Keeps results in memory instead of producing them.
 final class CollectingResultSink: ResultSink {
-    private let collected = Mutex<[PushResult]>([])
+    private let collected = Locked<[PushResult]>([])
 
     var count: Int { collected.withLock { $0.count } }
     var results: [PushResult] { collected.withLock { $0 } }

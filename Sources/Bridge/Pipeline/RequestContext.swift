@@ -1,5 +1,6 @@
 import Kafka
 import Synchronization
+import Observability
 
 /// The bookkeeping of one input record while its outputs are on their way to Kafka.
 ///
@@ -72,7 +73,7 @@ final class RequestContext: Sendable {
 /// longer owns. Offsets are stored under the lock, so stores never go backwards.
 final class PartitionProgress: Sendable {
     let topicPartition: KafkaTopicPartition
-    private let tracker = Mutex(PartitionOffsetTracker())
+    private let tracker = Locked(PartitionOffsetTracker())
     private let revoked = Atomic<Bool>(false)
     private let store: @Sendable (KafkaTopicPartition, Int64) -> Void
 

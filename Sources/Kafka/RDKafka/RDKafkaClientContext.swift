@@ -12,11 +12,11 @@ final class RDKafkaClientContext: Sendable {
     /// Receives every delivery report (producers only).
     let deliveryHandler: (@Sendable (UInt64, KafkaError?) -> Void)?
     /// Called by the rebalance callback (consumers only); set at any time.
-    let rebalanceHandler = Mutex<(@Sendable (KafkaRebalanceEvent) -> Void)?>(nil)
+    let rebalanceHandler = Locked<(@Sendable (KafkaRebalanceEvent) -> Void)?>(nil)
     /// Partitions revoked or lost by rebalances during the current `poll` (consumers only).
-    let revokedDuringPoll = Mutex<[KafkaTopicPartition]>([])
+    let revokedDuringPoll = Locked<[KafkaTopicPartition]>([])
     /// The first fatal error reported by librdkafka's error callback, if any.
-    let fatalError = Mutex<KafkaError?>(nil)
+    let fatalError = Locked<KafkaError?>(nil)
 
     init(logger: Logger, deliveryHandler: (@Sendable (UInt64, KafkaError?) -> Void)? = nil) {
         self.logger = logger

@@ -1,12 +1,13 @@
 import CRdKafka
 import Synchronization
+import Observability
 
 /// A thread that serves a client's main queue with `rd_kafka_poll` (delivery reports, errors)
 /// until ``stop()``.
 final class RDKafkaPollLoop: Sendable {
     private let client: RDKafkaClient
     private let stopRequested = Atomic<Bool>(false)
-    private let thread = Mutex<NativeThread?>(nil)
+    private let thread = Locked<NativeThread?>(nil)
 
     /// Starts polling `client` on a new thread.
     init(client: RDKafkaClient, name: String) throws {
