@@ -31,15 +31,22 @@ public final class KafkaProducer: @unchecked Sendable {
     /// Creates the producer and starts its delivery-report thread.
     ///
     /// Sets `enable.idempotence=true`, `acks=all` and `linger.ms=5`; `properties` are applied
-    /// after them and may change anything except idempotence and acks.
+    /// after them and may change anything except idempotence, acks and `transactional.id`.
+    /// - Parameter transactionalID: makes the producer transactional (see
+    ///   ``initTransactions(timeoutMilliseconds:)``); nil for an idempotent producer.
     /// - Parameter deliveryHandler: called once per message with its tag, and nil or the error.
     /// - Throws: ``KafkaError`` naming a rejected property (never its value).
     public init(
         bootstrapServers: String,
         properties: [String: String],
+        transactionalID: String? = nil,
         logger: Logger,
         deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
     ) throws {
+        if properties["transactional.id"] != nil {
+            throw KafkaError.configuration(
+                "Kafka producer property \"transactional.id\" cannot be set: the bridge derives it (kafka.exactly_once)")
+        }
         if let idempotence = properties["enable.idempotence"], idempotence.lowercased() != "true" {
             throw KafkaError.configuration(
                 "Kafka producer property \"enable.idempotence\" must stay true (at-least-once delivery)")
@@ -47,12 +54,15 @@ public final class KafkaProducer: @unchecked Sendable {
         if let acks = properties["acks"] ?? properties["request.required.acks"], acks != "all", acks != "-1" {
             throw KafkaError.configuration("Kafka producer property \"acks\" must stay all (at-least-once delivery)")
         }
-        let enforced: [(name: String, value: String)] = [
+        var enforced: [(name: String, value: String)] = [
             ("bootstrap.servers", bootstrapServers),
             ("enable.idempotence", "true"),
             ("acks", "all"),
             ("linger.ms", "5"),
         ]
+        if let transactionalID {
+            enforced.append(("transactional.id", transactionalID))
+        }
         let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
         let context = RDKafkaClientContext(logger: logger, deliveryHandler: deliveryHandler)
         client = try RDKafkaClient(kind: .producer, properties: enforced + passedThrough, context: context)
@@ -103,13 +113,25 @@ public final class KafkaProducer: @unchecked Sendable {
     /// Waits until every queued message got its delivery report or `timeoutMilliseconds` passed.
     /// - Returns: true when nothing is left in flight (also after ``close()``).
     public func flush(timeoutMilliseconds: Int32) -> Bool {
+        withOpenClient { rd_kafka_flush($0, timeoutMilliseconds) == RD_KAFKA_RESP_ERR_NO_ERROR } ?? true
+    }
+
+    /// Runs `body` with the handle unless the producer is closed; `close` waits for it to return.
+    /// For calls that may block (flush, transactions): no lock is held meanwhile.
+    func withOpenClient<R>(_ body: (OpaquePointer) -> R) -> R? {
         let isOpen = state.withLock { state -> Bool in
             if state.isOpen { state.activeFlushes += 1 }
             return state.isOpen
         }
-        guard isOpen else { return true }
+        guard isOpen else { return nil }
         defer { state.withLock { $0.activeFlushes -= 1 } }
-        return rd_kafka_flush(client.pointer, timeoutMilliseconds) == RD_KAFKA_RESP_ERR_NO_ERROR
+        return body(client.pointer)
+    }
+
+    /// The fatal error librdkafka raised on this producer (e.g. fenced by another producer with
+    /// the same `transactional.id`), if any.
+    public var fatalError: KafkaError? {
+        withOpenClient { _ in client.pendingFatalError() } ?? nil
     }
 
     /// Messages produced whose delivery report has not been served yet (0 after close).
