@@ -161,3 +161,23 @@ struct PipelineEndToEndTests {
         #expect(committed[0] == 2)
     }
 }
+
+extension PipelineEndToEndTests {
+    @Test func exactlyOnceModeGivesEveryTokenItsExpectedResultAndCommitsEveryOffset() throws {
+        let workload = DemoWorkload(count: 120, seed: 8)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+
+        let report = try DemoRunner.run(
+            workload: workload, environment: environment,
+            configuration: try environment.configuration(groupID: "e2e-eos-demo", exactlyOnce: true)
+        )
+
+        #expect(report.mismatches.isEmpty, "\(report.mismatches.prefix(5))")
+        #expect(report.results == workload.expectedResults)
+        #expect(report.deadLetters == workload.expectedDeadLetters)
+        #expect(report.invalidTokens == workload.expectedInvalidTokens)
+        #expect(report.committedRecords == Int64(workload.records.count))
+        #expect(report.pipelineExitCode == 0)
+    }
+}

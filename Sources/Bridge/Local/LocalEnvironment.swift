@@ -52,7 +52,9 @@ public final class LocalEnvironment: @unchecked Sendable {
 
     /// A complete bridge configuration (contract §8) for this environment. `extra` is appended
     /// verbatim at the top level (e.g. `limits:` or `log:` sections).
-    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "") -> String {
+    public func configurationYAML(
+        groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false, extra: String = ""
+    ) -> String {
         """
         kafka:
           brokers: \(kafka.bootstrapServers)
@@ -61,6 +63,7 @@ public final class LocalEnvironment: @unchecked Sendable {
           results_topic: \(resultsTopic)
           invalid_tokens_topic: \(invalidTokensTopic)
           dead_letter_topic: \(deadLetterTopic)
+          exactly_once: \(exactlyOnce)
           consumer:
             session.timeout.ms: 6000
             heartbeat.interval.ms: 500
@@ -84,8 +87,12 @@ public final class LocalEnvironment: @unchecked Sendable {
     }
 
     /// The parsed configuration of `configurationYAML`.
-    public func configuration(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "") throws -> BridgeConfiguration {
-        try BridgeConfiguration.parse(yaml: configurationYAML(groupID: groupID, connections: connections, extra: extra), environment: [:])
+    public func configuration(
+        groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false, extra: String = ""
+    ) throws -> BridgeConfiguration {
+        try BridgeConfiguration.parse(
+            yaml: configurationYAML(groupID: groupID, connections: connections, exactlyOnce: exactlyOnce, extra: extra),
+            environment: [:])
     }
 
     /// Stops the simulator and the cluster and removes the generated files.

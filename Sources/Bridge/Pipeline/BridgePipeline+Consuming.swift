@@ -13,12 +13,17 @@ extension BridgePipeline {
     /// - Returns: 0 after a clean stop, 1 after a fatal error.
     public func run() -> Int32 {
         dispatcher.start()
-        if configuration.kafka.exactlyOnce {
-            logger.warning("kafka.exactly_once is not implemented in this version: results are published at least once")
+        if let committer {
+            do {
+                try committer.start()
+            } catch {
+                fail("transaction committer: \(error)")
+            }
         }
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
+            "kafka.exactly_once": "\(configuration.kafka.exactlyOnce)",
         ])
         // Notifications and outputs per record, from the last poll: sizes the next poll so that
         // one batch cannot overshoot `limits.max_in_flight` by much.
@@ -56,7 +61,10 @@ extension BridgePipeline {
             // Not (or no longer) assigned: leave it for the partition's owner.
             return 0
         }
-        progress.track(message.offset)
+        guard progress.track(message.offset) else {
+            // At or below an offset already tracked (delivered again): its entry is another's.
+            return 0
+        }
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
         let startedAt = message.timestampMilliseconds ?? Timestamp.nowMilliseconds()
         switch decoder.decode(value: message.value, source: source) {
@@ -98,15 +106,18 @@ extension BridgePipeline {
             logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
             let consumer = self.consumer
             let logger = self.logger
+            let completion: PartitionProgress.Completion = committer != nil
+                ? .transactional
+                : .storeOffsets { topicPartition, next in
+                    do {
+                        try consumer.storeOffsets([(topicPartition, nextOffset: next)])
+                    } catch {
+                        logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
+                    }
+                }
             partitions.withLock { map in
                 for topicPartition in assigned {
-                    map[topicPartition] = PartitionProgress(topicPartition: topicPartition) { topicPartition, next in
-                        do {
-                            try consumer.storeOffsets([(topicPartition, nextOffset: next)])
-                        } catch {
-                            logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
-                        }
-                    }
+                    map[topicPartition] = PartitionProgress(topicPartition: topicPartition, completion: completion)
                 }
             }
             // While fetching is held back, new partitions join the pause.
@@ -121,10 +132,22 @@ extension BridgePipeline {
             }
         case .revoked(let revoked), .lost(let revoked):
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
-            partitions.withLock { map in
-                for topicPartition in revoked {
-                    map.removeValue(forKey: topicPartition)?.revoke()
+            let leaving = partitions.withLock { map in revoked.compactMap { map.removeValue(forKey: $0) } }
+            if let committer {
+                // Commit what they released, drop the rest: the new owner starts where this stops.
+                committer.finish(revoking: leaving)
+                let offsets = leaving.compactMap { progress in
+                    progress.committedNextOffset.map { (progress.topicPartition, nextOffset: $0) }
                 }
+                if case .revoked = event, fatalReason == nil {
+                    do {
+                        try consumer.commitSync(offsets)
+                    } catch {
+                        logger.debug("offsets of revoked partitions not committed again", metadata: ["error": "\(error)"])
+                    }
+                }
+            } else {
+                for progress in leaving { progress.revoke() }
             }
             // librdkafka keeps an application pause across unassignment: resume before letting
             // go, or the partition would come back paused if it is assigned here again.
@@ -227,6 +250,7 @@ extension BridgePipeline {
         }
         dispatcher.abandonUnanswered()
         dispatcher.shutdown()
+        committer?.stop()
         producer.close(flushTimeoutMilliseconds: Int32(clamping: millisecondsLeft()))
         consumer.close(timeoutMilliseconds: millisecondsLeft())
         group.shutdown()

@@ -13,6 +13,10 @@ protocol ResultSink: Sendable {
 /// Encodes outputs (contract §3–§5) and produces them to Kafka, each holding one count of its
 /// input record's `RequestContext` until the delivery report arrives.
 ///
+/// Exactly once (`transactional`), outputs are not produced here: each is buffered with its input
+/// record (no hold, no C call, never blocking) and the ``TransactionCommitter`` produces it in
+/// the transaction that commits the record's offset.
+///
 /// Thread-safe: called from the consumer thread and from every event loop thread.
 final class ResultPublisher: ResultSink {
     private let producer: KafkaProducer
@@ -20,19 +24,22 @@ final class ResultPublisher: ResultSink {
     private let invalidTokensTopic: String
     private let deadLetterTopic: String
     private let onFatal: @Sendable (String) -> Void
+    private let transactional: Bool
     private let unacknowledged = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
 
     init(producer: KafkaProducer, kafka: KafkaSettings, onFatal: @escaping @Sendable (String) -> Void) {
         self.producer = producer
+        self.transactional = kafka.exactlyOnce
         self.resultsTopic = kafka.resultsTopic
         self.invalidTokensTopic = kafka.invalidTokensTopic
         self.deadLetterTopic = kafka.deadLetterTopic
         self.onFatal = onFatal
     }
 
-    /// Output records produced and not yet acknowledged by Kafka: part of what backpressure bounds,
-    /// so a slow Kafka cannot make results pile up in memory.
+    /// Output records produced and not yet acknowledged by Kafka (exactly once: buffered and not
+    /// yet committed): part of what backpressure bounds, so a slow Kafka cannot make results pile
+    /// up in memory.
     var pendingCount: Int { unacknowledged.load(ordering: .relaxed) }
 
     /// After a fatal error: nothing more is produced. Outputs not produced keep their holds, so
@@ -44,6 +51,12 @@ final class ResultPublisher: ResultSink {
     /// Producer thread: Kafka acknowledged (or finally failed) one record.
     func acknowledged() {
         unacknowledged.subtract(1, ordering: .relaxed)
+    }
+
+    /// Exactly once: `count` buffered outputs left memory (committed, or dropped with their
+    /// revoked partition).
+    func buffered(left count: Int) {
+        unacknowledged.subtract(count, ordering: .relaxed)
     }
 
     /// Publishes one result on the results topic, keyed by the request id.
@@ -78,6 +91,15 @@ final class ResultPublisher: ResultSink {
         headers: [(name: String, value: [UInt8])],
         context: RequestContext
     ) {
+        if transactional {
+            guard !stopped.load(ordering: .acquiring) else { return }
+            // Counted before it becomes visible to the committer, which subtracts it.
+            unacknowledged.add(1, ordering: .relaxed)
+            if !context.buffer(OutputRecord(topic: topic, key: key, value: value, headers: headers)) {
+                unacknowledged.subtract(1, ordering: .relaxed)
+            }
+            return
+        }
         context.retain()
         // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
         guard !stopped.load(ordering: .acquiring) else { return }
