@@ -121,12 +121,20 @@ enum BridgeBinary {
         return root.appendingPathComponent(".build/debug/apns-bridge")
     }
 
-    static func start(_ arguments: [String]) throws -> Process {
+    /// Starts the binary; `environment` is added to the test's own, and standard error goes to
+    /// `errorLog` when given.
+    static func start(_ arguments: [String], environment: [String: String] = [:], errorLog: String? = nil) throws -> Process {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if let errorLog {
+            _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: errorLog)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         return process
     }

@@ -1,0 +1,186 @@
+import Bridge
+import Foundation
+import Kafka
+import Testing
+import TestSupport
+
+/// `kafka.exactly_once: true` with the bridge as a real subprocess: a `read_committed` reader
+/// sees every result, invalid-token record and dead letter exactly once, and only for input
+/// records whose offsets are committed.
+///
+/// librdkafka 2.0.2's mock cluster keeps no transaction outcome (see `KafkaTransactionTests`:
+/// aborted or unfinished transactions' records are served to `read_committed` readers and
+/// transactional offsets are not committed), so what a kill -9 leaves behind cannot be judged
+/// against it; these tests cover what it can show: a whole run, an aborted transaction
+/// produced again, a rebalance between two instances, and a fenced instance stopping.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ExactlyOnceProcessTests {
+    @Test func everyOutputOnceAlsoAfterAnAbortedTransaction() throws {
+        let workload = DemoWorkload(count: 200, seed: 21)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+        try environment.produceRequests(workload.records)
+        let configFile = try TemporaryFile(contents: environment.configurationYAML(groupID: "eos-run", exactlyOnce: true))
+        let log = NSTemporaryDirectory() + "eos-run-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        // The first transaction fails with an abortable error (TOPIC_AUTHORIZATION_FAILED for a
+        // partition): the bridge aborts it and produces the same batch again.
+        environment.kafka.pushRequestErrors(apiKey: MockKafkaCluster.APIKey.addPartitionsToTransaction, errors: [29])
+
+        let bridge = try BridgeBinary.start(
+            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "solo"], errorLog: log)
+        defer { if bridge.isRunning { bridge.terminate() } }
+        _ = try OutputLedger.read(environment, waitingFor: workload, seconds: 90)
+        kill(bridge.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(bridge, seconds: 30) == 0)
+
+        let ledger = try OutputLedger.read(environment, settlingAfter: workload)
+        ledger.expectEveryOutputExactlyOnce(workload)
+        #expect(try environment.committedRequestCount(groupID: "eos-run") == Int64(workload.records.count))
+        let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(errors.contains("transaction failed; aborting it"))
+    }
+
+    @Test func everyOutputOnceWhenASecondInstanceTakesOverPartitionsMidStream() throws {
+        let workload = DemoWorkload(count: 600, seed: 22)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+        let logs = try ScratchDirectory(prefix: "eos-rebalance")
+        defer { logs.remove() }
+        let records = workload.records
+        try environment.produceRequests(Array(records[..<300]))
+        let configFile = try TemporaryFile(contents: environment.configurationYAML(
+            groupID: "eos-rebalance", exactlyOnce: true, extra: "limits: {max_in_flight: 50}"))
+
+        let first = try BridgeBinary.start(
+            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "a"], errorLog: logs.file("a.log"))
+        defer { if first.isRunning { first.terminate() } }
+        let early = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: 40, timeoutMilliseconds: 60_000)
+        #expect(early.count == 40)
+        // The second instance joins while the first is busy; records keep coming meanwhile.
+        let second = try BridgeBinary.start(
+            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "b"], errorLog: logs.file("b.log"))
+        defer { if second.isRunning { second.terminate() } }
+        try environment.produceRequests(Array(records[300..<450]))
+        #expect(waitFor(timeout: .seconds(60)) { Self.log(logs.file("b.log"), contains: "partitions assigned") })
+        #expect(Self.log(logs.file("a.log"), contains: "partitions revoked"))
+        try environment.produceRequests(Array(records[450...]))
+        _ = try OutputLedger.read(environment, waitingFor: workload, seconds: 120)
+        // One after the other, so that each leaves a settled group (the mock cluster refuses
+        // commits while a rebalance is in progress).
+        kill(second.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(second, seconds: 30) == 0)
+        kill(first.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(first, seconds: 30) == 0)
+
+        let ledger = try OutputLedger.read(environment, settlingAfter: workload)
+        ledger.expectEveryOutputExactlyOnce(workload)
+    }
+
+    static func log(_ path: String, contains text: String) -> Bool {
+        ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").contains(text)
+    }
+
+    @Test func aFencedInstanceStopsWithExitOneAndCommitsNothingMore() throws {
+        let workload = DemoWorkload(count: 300, seed: 23)
+        let environment = try LocalEnvironment(partitions: 2, unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+        try environment.produceRequests(workload.records)
+        let configFile = try TemporaryFile(contents: environment.configurationYAML(
+            groupID: "eos-fenced", exactlyOnce: true, extra: "limits: {max_in_flight: 20}"))
+        let log = NSTemporaryDirectory() + "eos-fenced-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+
+        let bridge = try BridgeBinary.start(
+            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "zombie"], errorLog: log)
+        defer { if bridge.isRunning { bridge.terminate() } }
+        let early = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: 20, timeoutMilliseconds: 60_000)
+        #expect(early.count == 20)
+        // What the transaction coordinator answers once a newer producer with the same
+        // transactional.id has registered (the mock cluster does not fence by itself).
+        environment.kafka.pushRequestErrors(
+            apiKey: MockKafkaCluster.APIKey.addPartitionsToTransaction, errors: [KafkaError.Code.producerFenced])
+        #expect(BridgeBinary.wait(bridge, seconds: 60) == 1)
+        let errors = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(errors.contains("fenced"))
+        #expect(errors.contains("APNS_BRIDGE_INSTANCE_ID"))
+
+        // Exactly the outputs of the committed input records are visible: none of a record whose
+        // offset was not committed, all of every record whose offset was.
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: "eos-fenced",
+            topic: environment.requestTopic, partitions: environment.partitions)
+        let ledger = try OutputLedger.read(environment, settlingAfter: workload)
+        let requests = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.requestTopic,
+            expectedCount: workload.records.count, timeoutMilliseconds: 30_000)
+        let committedIDs = Set(requests.filter { $0.offset < committed[$0.partition, default: 0] }
+            .map { String(decoding: $0.key ?? [], as: UTF8.self) })
+        #expect(!committedIDs.isEmpty)
+        #expect(committedIDs.count < workload.records.count)
+        let expectedKeys = Set(workload.expectedOutcomes.keys.filter { committedIDs.contains(String($0.split(separator: "|")[0])) })
+        #expect(Set(ledger.resultKeys) == expectedKeys)
+        #expect(ledger.resultKeys.count == expectedKeys.count)
+        #expect(ledger.deadLetterSources.allSatisfy { $0.offset < committed[$0.partition, default: 0] })
+    }
+}
+
+/// What a `read_committed` reader finds on the three output topics.
+struct OutputLedger {
+    /// `request_id|token` of every result.
+    var resultKeys: [String] = []
+    /// `request_id|token` of every invalid-token record.
+    var invalidTokenKeys: [String] = []
+    /// The input record of every dead letter.
+    var deadLetterSources: [(partition: Int32, offset: Int64)] = []
+
+    /// Waits (up to `seconds`) until the results topic holds at least the workload's results.
+    static func read(_ environment: LocalEnvironment, waitingFor workload: DemoWorkload, seconds: Int) throws -> [KafkaMessage] {
+        try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: workload.expectedResults, timeoutMilliseconds: seconds * 1000)
+    }
+
+    /// Reads every output after the bridges stopped, asking for one record more than expected
+    /// on each topic so that a late duplicate would be seen (the read settles for 3 seconds).
+    static func read(_ environment: LocalEnvironment, settlingAfter workload: DemoWorkload) throws -> OutputLedger {
+        func all(_ topic: String, expected: Int) throws -> [[String: Any]] {
+            try KafkaTopicReader.readAll(
+                bootstrapServers: environment.kafka.bootstrapServers, topic: topic, expectedCount: expected + 1,
+                timeoutMilliseconds: 3_000, isolation: "read_committed"
+            ).map { message in
+                (try? JSONSerialization.jsonObject(with: Data(message.value ?? [])) as? [String: Any]) ?? [:]
+            }
+        }
+        var ledger = OutputLedger()
+        for result in try all(environment.resultsTopic, expected: workload.expectedResults) {
+            ledger.resultKeys.append(DemoWorkload.outcomeKey(
+                requestID: result["request_id"] as? String ?? "?", token: result["token"] as? String ?? "?"))
+        }
+        for record in try all(environment.invalidTokensTopic, expected: workload.expectedInvalidTokens) {
+            ledger.invalidTokenKeys.append(DemoWorkload.outcomeKey(
+                requestID: record["request_id"] as? String ?? "?", token: record["token"] as? String ?? "?"))
+        }
+        for deadLetter in try all(environment.deadLetterTopic, expected: workload.expectedDeadLetters) {
+            let source = deadLetter["source"] as? [String: Any] ?? [:]
+            ledger.deadLetterSources.append((
+                partition: Int32(source["partition"] as? Int ?? -1), offset: Int64(source["offset"] as? Int ?? -1)))
+        }
+        return ledger
+    }
+
+    /// Every expected result, invalid-token record and dead letter, each exactly once.
+    func expectEveryOutputExactlyOnce(_ workload: DemoWorkload, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(resultKeys.count == workload.expectedResults, sourceLocation: sourceLocation)
+        #expect(Set(resultKeys) == Set(workload.expectedOutcomes.keys), sourceLocation: sourceLocation)
+        #expect(invalidTokenKeys.count == workload.expectedInvalidTokens, sourceLocation: sourceLocation)
+        #expect(Set(invalidTokenKeys).count == invalidTokenKeys.count, sourceLocation: sourceLocation)
+        #expect(deadLetterSources.count == workload.expectedDeadLetters, sourceLocation: sourceLocation)
+        #expect(Set(deadLetterSources.map { "\($0.partition)/\($0.offset)" }).count == deadLetterSources.count,
+                sourceLocation: sourceLocation)
+    }
+}
