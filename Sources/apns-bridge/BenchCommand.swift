@@ -6,7 +6,7 @@ import Observability
 enum BenchCommand {
     static let help = """
     Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--partitions P] [--connections C]
-                             [--max-in-flight M] [--simulator-threads T] [--skip-h2load]
+                             [--max-in-flight M] [--simulator-threads T] [--exactly-once] [--skip-h2load]
 
     Starts librdkafka's mock Kafka cluster and the APNs simulator on 127.0.0.1, measures the
     simulator with h2load (C connections, 100 streams each, the same notification count capped at
@@ -23,6 +23,7 @@ enum BenchCommand {
       --connections C          HTTP/2 connections of the app (default 4; h2load uses as many)
       --max-in-flight M        the bridge's limits.max_in_flight (default 20000)
       --simulator-threads T    event loop threads of the simulator (default 1)
+      --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
       --log-level LEVEL        trace, debug, info, warning (default) or error
 
@@ -35,7 +36,7 @@ enum BenchCommand {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
                      "simulator-threads", "log-level"],
-            flags: ["help", "skip-h2load"]
+            flags: ["help", "skip-h2load", "exactly-once"]
         ))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
@@ -48,7 +49,8 @@ enum BenchCommand {
             connections: try options.integer("connections", default: 4, in: 1...64),
             maxInFlight: try options.integer("max-in-flight", default: 20_000, in: 1...1_000_000),
             simulatorThreads: try options.integer("simulator-threads", default: 1, in: 1...64),
-            runH2Load: !options.flag("skip-h2load")
+            runH2Load: !options.flag("skip-h2load"),
+            exactlyOnce: options.flag("exactly-once")
         )
         guard settings.notifications <= 2_000_000 else {
             throw CommandLineOptions.UsageError(description: "--requests × --tokens-per-request must be at most 2,000,000, got \(settings.notifications)")

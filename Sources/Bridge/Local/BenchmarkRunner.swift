@@ -60,15 +60,18 @@ public enum BenchmarkRunner {
         let observer = try KafkaConsumer(
             bootstrapServers: environment.kafka.bootstrapServers,
             groupID: "bench-observer-\(UInt32.random(in: 0...UInt32.max))", topics: [environment.resultsTopic],
-            properties: ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "fetch.max.bytes": "10485760"],
+            properties: [
+                "session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "fetch.max.bytes": "10485760",
+                "isolation.level": "read_committed",
+            ],
             logger: Logger(label: "bench.observer")
         )
         defer { observer.close() }
         // The observer joins its group while the bridge joins its own; it reads from the start.
 
-        progress("starting the bridge (\(settings.connections) connection(s), max_in_flight \(settings.maxInFlight))")
+        progress("starting the bridge (\(settings.connections) connection(s), max_in_flight \(settings.maxInFlight), \(settings.exactlyOnce ? "exactly once" : "at least once"))")
         let configuration = try environment.configuration(
-            groupID: groupID, connections: settings.connections,
+            groupID: groupID, connections: settings.connections, exactlyOnce: settings.exactlyOnce,
             extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}"
         )
         let cpuBefore = ProcessCPUTimes.sample()
