@@ -5,7 +5,7 @@ import CNGHTTP2
 import COpenSSL
 
 /// What a ``TLSConnection`` reports to the HTTP/2 connection that owns it (loop thread only).
-protocol TLSConnectionOwner: AnyObject {
+package protocol TLSConnectionOwner: AnyObject {
     /// TCP is connected and the handshake finished with ALPN "h2". The owner creates its
     /// nghttp2 session, assigns ``TLSConnection/session`` and submits its SETTINGS; the
     /// connection then reads what already arrived and flushes.
@@ -29,7 +29,7 @@ protocol TLSConnectionOwner: AnyObject {
 ///   partial-write mode; EPOLLOUT is armed only while bytes are pending.
 /// - Re-entrancy: a flush or close requested from inside an nghttp2 callback is deferred until
 ///   the nghttp2 call returns.
-final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Sendable {
+package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Sendable {
     enum State { case connecting, handshaking, open, closed }
 
     /// Stop calling `mem_send` while this many bytes wait for the socket.
@@ -39,9 +39,9 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     /// The close reason when nghttp2 wants neither to read nor to write any more.
     static let sessionFinishedReason = "HTTP/2 session finished"
 
-    let loop: EventLoop
+    package let loop: EventLoop
     /// The owner's nghttp2 session, set after the handshake.
-    var session: OpaquePointer?
+    package var session: OpaquePointer?
     private(set) var state: State
     private let fd: Int32
     private var ssl: OpaquePointer?
@@ -58,7 +58,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     private var interest: IOInterest = []
 
     /// Takes ownership of `fd` (connecting or connected) and `ssl`.
-    init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, owner: TLSConnectionOwner, connecting: Bool) {
+    package init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, owner: TLSConnectionOwner, connecting: Bool) {
         self.fd = fd
         self.ssl = ssl
         self.loop = loop
@@ -76,7 +76,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     var pendingOutputCount: Int { output.count - outputStart }
 
     /// Registers with the loop and starts connecting / handshaking. Loop thread.
-    func start() {
+    package func start() {
         let initial: IOInterest = state == .connecting ? .writable : .readable
         do {
             try loop.register(fd: fd, interest: initial, handler: self)
@@ -91,7 +91,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     // MARK: - Owner API
 
     /// Produces and writes pending HTTP/2 output now (deferred when inside an nghttp2 call).
-    func flush() {
+    package func flush() {
         guard state == .open else { return }
         if inSessionCall {
             flushDeferred = true
@@ -101,20 +101,20 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     }
 
     /// Flushes once at the end of the current loop iteration (coalesces many small submissions).
-    func scheduleFlush() {
+    package func scheduleFlush() {
         guard state == .open, !flushScheduled else { return }
         flushScheduled = true
         loop.scheduleFlush(self)
     }
 
-    func flushAtEndOfIteration() {
+    package func flushAtEndOfIteration() {
         flushScheduled = false
         flush()
     }
 
     /// Closes the connection. `graceful` first writes what is pending (e.g. a GOAWAY) if the
     /// socket takes it right away, and sends a TLS close_notify.
-    func close(reason: String, graceful: Bool) {
+    package func close(reason: String, graceful: Bool) {
         guard state != .closed else { return }
         if pendingClose == nil { pendingClose = (reason, graceful) }
         if inSessionCall { return }
@@ -129,7 +129,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
 
     // MARK: - Events
 
-    func eventLoopReadable() {
+    package func eventLoopReadable() {
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()
@@ -140,7 +140,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
         }
     }
 
-    func eventLoopWritable() {
+    package func eventLoopWritable() {
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()

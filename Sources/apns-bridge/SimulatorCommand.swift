@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import APNs
+import APNsSimulator
 import Dispatch
 
 /// `apns-bridge simulator`: the APNs simulator as a standalone server on this machine.

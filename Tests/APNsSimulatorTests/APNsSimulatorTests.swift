@@ -1,7 +1,8 @@
 import HTTP2
 import Synchronization
 import Testing
-@testable import APNs
+@testable import APNsSimulator
+import APNs
 
 /// Drives one real `HTTP2ClientConnection`: submits every request when ready, closes when all
 /// streams finished, and hands back the results by tag.

@@ -1,3 +1,4 @@
+import HTTP2
 /// A complete request received by an ``HTTP2Server``.
 public struct HTTP2ServerRequest: Sendable {
     /// `:method`, `:path` and `:authority`.

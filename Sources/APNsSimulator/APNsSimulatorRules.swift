@@ -1,3 +1,4 @@
+import APNs
 import Synchronization
 import Observability
 

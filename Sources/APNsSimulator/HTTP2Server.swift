@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTP2
 import Dispatch
 import COpenSSL
 import Observability
@@ -96,7 +97,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     }
 
     /// Accepts every pending connection (the listening socket is readable).
-    func eventLoopReadable() {
+    package func eventLoopReadable() {
         while true {
             let fd = accept(listenFD, nil, nil)
             if fd < 0 {
@@ -132,7 +133,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         }
     }
 
-    func eventLoopWritable() {}
+    package func eventLoopWritable() {}
 
     /// Forgets a closed connection. Its loop thread.
     func connectionDidClose(_ connection: HTTP2ServerConnection) {

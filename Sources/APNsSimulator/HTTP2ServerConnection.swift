@@ -1,3 +1,4 @@
+import HTTP2
 import CNGHTTP2
 
 /// The server side of one accepted connection: TLS + an nghttp2 server session.

@@ -1,3 +1,4 @@
+import APNs
 import HTTP2
 import Observability
 import Synchronization

@@ -1,3 +1,4 @@
+import APNs
 import Observability
 
 /// Settings of an `APNsSimulator`: where it listens, its TLS identity, which provider keys it

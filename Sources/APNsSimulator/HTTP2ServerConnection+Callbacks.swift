@@ -1,3 +1,4 @@
+import HTTP2
 import CNGHTTP2
 
 // nghttp2 callbacks of the server session. `userData` is the HTTP2ServerConnection
@@ -90,4 +91,19 @@ func serverReadResponseBody(_ session: OpaquePointer?, _ streamID: Int32, _ buff
                                            into: buffer, length: length, flags: dataFlags)
     connection.streams.values[index].responseOffset = offset + count
     return count
+}
+
+extension HTTP2Session {
+    /// A server session announcing `maxConcurrentStreams`; the SETTINGS are queued.
+    static func makeServer(userData: UnsafeMutableRawPointer, maxConcurrentStreams: Int) throws -> OpaquePointer {
+        let session = try make(userData: userData, server: true) { callbacks in
+            nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, serverOnBeginHeaders)
+            nghttp2_session_callbacks_set_on_header_callback(callbacks, serverOnHeader)
+            nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, serverOnDataChunk)
+            nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, serverOnFrame)
+            nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, serverOnStreamClose)
+        }
+        try submitSettings(session, [(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, UInt32(clamping: maxConcurrentStreams))])
+        return session
+    }
 }

@@ -1,3 +1,4 @@
+import APNs
 /// One request as the simulator rules see it (an `HTTP2ServerRequest` without transport details).
 public struct APNsSimulatorRequest: Sendable {
     /// `:method`.

@@ -1,0 +1,4 @@
+@_exported import TestSupport
+
+let sampleToken = String(repeating: "ab", count: 32)
+let sampleTopic = "com.example.chat"
