@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["TestSupport", "APNs", "APNsSimulator", "HTTP2", "JSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "APNsSimulatorTests",
-            dependencies: ["TestSupport", "APNsSimulator", "APNs", "HTTP2", "JSON"],
+            dependencies: ["TestSupport", "APNsSimulator", "APNs", "HTTP2", "JSON", "Observability"],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs", "APNsSimulator"], swiftSettings: strictSettings),

@@ -15,7 +15,9 @@ func serverOnBeginHeaders(_ session: OpaquePointer?, _ frame: UnsafePointer<nght
                           _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
           frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-    serverConnection(userData).streams[frame.pointee.hd.stream_id] = HTTP2ServerConnection.Stream()
+    let connection = serverConnection(userData)
+    connection.streams[frame.pointee.hd.stream_id] = HTTP2ServerConnection.Stream()
+    connection.streamOpened()
     return 0
 }
 
@@ -65,6 +67,8 @@ func serverOnFrame(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_fra
     if (type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue),
        header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
         serverConnection(userData).dispatch(streamID: header.stream_id)
+    } else if type == NGHTTP2_PING.rawValue, header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+        serverConnection(userData).pingReceived()   // nghttp2 queues the ACK itself
     }
     return 0
 }

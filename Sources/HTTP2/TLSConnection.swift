@@ -56,6 +56,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     private var writeWantsRead = false
     private var readPaused = false
     private var interest: IOInterest = []
+    private var ioSuspended = false
 
     /// Takes ownership of `fd` (connecting or connected) and `ssl`.
     package init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, owner: TLSConnectionOwner, connecting: Bool) {
@@ -92,7 +93,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
 
     /// Produces and writes pending HTTP/2 output now (deferred when inside an nghttp2 call).
     package func flush() {
-        guard state == .open else { return }
+        guard state == .open, !ioSuspended else { return }
         if inSessionCall {
             flushDeferred = true
             return
@@ -102,7 +103,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
 
     /// Flushes once at the end of the current loop iteration (coalesces many small submissions).
     package func scheduleFlush() {
-        guard state == .open, !flushScheduled else { return }
+        guard state == .open, !ioSuspended, !flushScheduled else { return }
         flushScheduled = true
         loop.scheduleFlush(self)
     }
@@ -116,6 +117,10 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     /// socket takes it right away, and sends a TLS close_notify.
     package func close(reason: String, graceful: Bool) {
         guard state != .closed else { return }
+        if ioSuspended {
+            teardown(reason: reason, graceful: false)
+            return
+        }
         if pendingClose == nil { pendingClose = (reason, graceful) }
         if inSessionCall { return }
         // invariant: set just above if it was nil.
@@ -126,6 +131,20 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
             teardown(reason: close.reason, graceful: close.graceful)
         }
     }
+
+    /// Stops reading and writing without closing: the socket is no longer watched, so the peer
+    /// sees a connection that takes bytes (until its buffers fill) and answers nothing, PINGs
+    /// included, while TCP stays up until ``close(reason:graceful:)``. Loop thread. For test
+    /// servers that play a half-open peer.
+    package func suspendIO() {
+        guard state == .open, !ioSuspended else { return }
+        ioSuspended = true
+        loop.unregister(fd: fd)
+        interest = []
+    }
+
+    /// The `SSL*` while the connection is not closed (e.g. to read the peer's certificate). Loop thread.
+    package var sslHandle: OpaquePointer? { ssl }
 
     // MARK: - Events
 
@@ -211,7 +230,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
         let buffer = loop.readBuffer
         // invariant: the loop's read buffer is allocated in EventLoop.init.
         let base = buffer.baseAddress!
-        while state == .open, pendingClose == nil, let ssl {
+        while state == .open, pendingClose == nil, !ioSuspended, let ssl {
             if pendingOutputCount >= Self.outputHighWater {
                 // Backpressure: the peer does not read our output; stop reading its input.
                 readPaused = true
@@ -263,6 +282,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     /// session has nothing more or the socket would block.
     private func pump() {
         flushDeferred = false
+        guard !ioSuspended else { return }
         while state == .open {
             produce()
             if let pendingClose {
