@@ -10,29 +10,29 @@ protocol ResultSink: Sendable {
     func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext)
 }
 
-/// Encodes outputs (contract §3–§5) and produces them to Kafka, each holding one count of its
-/// input record's `RequestContext` until the delivery report arrives.
+/// Encodes outputs (contract §3–§5) and hands them to the producer's outbox, each holding one
+/// count of its input record's `RequestContext` until the delivery report arrives.
 ///
-/// Thread-safe: called from the consumer thread and from every event loop thread.
+/// Thread-safe and non-blocking: called from the consumer thread and from every event loop
+/// thread, none of which ever calls librdkafka or waits for room in its queue.
 final class ResultPublisher: ResultSink {
     private let producer: KafkaProducer
     private let resultsTopic: String
     private let invalidTokensTopic: String
     private let deadLetterTopic: String
-    private let onFatal: @Sendable (String) -> Void
     private let unacknowledged = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
 
-    init(producer: KafkaProducer, kafka: KafkaSettings, onFatal: @escaping @Sendable (String) -> Void) {
+    init(producer: KafkaProducer, kafka: KafkaSettings) {
         self.producer = producer
         self.resultsTopic = kafka.resultsTopic
         self.invalidTokensTopic = kafka.invalidTokensTopic
         self.deadLetterTopic = kafka.deadLetterTopic
-        self.onFatal = onFatal
     }
 
-    /// Output records produced and not yet acknowledged by Kafka: part of what backpressure bounds,
-    /// so a slow Kafka cannot make results pile up in memory.
+    /// Output records handed over and not yet acknowledged by Kafka (in the outbox or in
+    /// librdkafka's queue): part of what backpressure bounds, so a slow or full Kafka pauses
+    /// fetching instead of making results pile up in memory.
     var pendingCount: Int { unacknowledged.load(ordering: .relaxed) }
 
     /// After a fatal error: nothing more is produced. Outputs not produced keep their holds, so
@@ -81,15 +81,9 @@ final class ResultPublisher: ResultSink {
         context.retain()
         // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
         guard !stopped.load(ordering: .acquiring) else { return }
-        let tag = context.retainedTag()
         unacknowledged.add(1, ordering: .relaxed)
-        do {
-            try producer.produce(topic: topic, key: key, value: value, headers: headers, tag: tag)
-        } catch {
-            unacknowledged.subtract(1, ordering: .relaxed)
-            // Balance the tag's retain; the count stays held so the offset is never committed.
-            _ = RequestContext.fromTag(tag)
-            onFatal("producing to \(topic) failed: \(error)")
-        }
+        // Never blocks: the producer's publisher thread hands it to librdkafka. A record Kafka
+        // refuses comes back through the delivery handler with its error, like a failed delivery.
+        producer.enqueue(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: context.retainedTag()))
     }
 }
