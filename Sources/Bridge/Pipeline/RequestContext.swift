@@ -23,7 +23,7 @@ final class RequestContext: Sendable {
         requestID: String,
         app: String,
         environment: PushEnvironment,
-        startedAtMilliseconds: Int64,
+        startedAtMilliseconds: Int64?,
         partition: PartitionProgress
     ) {
         self.facts = APNsAnswerInterpreter.RequestFacts(
@@ -38,8 +38,8 @@ final class RequestContext: Sendable {
     var source: RecordSource { facts.source }
     var requestID: String { facts.requestID }
     var app: String { facts.app }
-    /// Record timestamp (ms since the epoch) that `latency_ms` counts from.
-    var startedAtMilliseconds: Int64 { facts.startedAtMilliseconds }
+    /// Record timestamp (ms since the epoch) that `latency_ms` counts from; nil when unusable.
+    var startedAtMilliseconds: Int64? { facts.startedAtMilliseconds }
 
     /// Takes `count` more holds; call before handing out the outputs or notifications they cover.
     func retain(_ count: Int = 1) {

@@ -23,7 +23,15 @@ final class ResultPublisher: ResultSink {
     private let unacknowledged = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
 
+    /// The producer's `message.max.bytes` (librdkafka refuses larger records).
+    private let maximumRecordBytes: Int
+
+    /// Framing librdkafka counts on top of key, value and headers (record and batch overhead), with room to spare.
+    static let recordOverheadBytes = 1024
+
     init(producer: KafkaProducer, kafka: KafkaSettings) {
+        // librdkafka's default; a configured value was already accepted by librdkafka at start.
+        self.maximumRecordBytes = kafka.producer["message.max.bytes"].flatMap { Int($0) } ?? 1_000_000
         self.producer = producer
         self.resultsTopic = kafka.resultsTopic
         self.invalidTokensTopic = kafka.invalidTokensTopic
@@ -62,13 +70,39 @@ final class ResultPublisher: ResultSink {
         produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: value, headers: context.requestIDHeader, context: context)
     }
 
-    /// Publishes an input record that could not become notifications, with its key and headers.
+    /// Publishes an input record that could not become notifications, with its key and headers,
+    /// cut to fit the producer's `message.max.bytes` (contract §5): a dead letter Kafka refused
+    /// would stop the partition, and the same record would stop it again after every restart.
     func publishDeadLetter(_ deadLetter: DeadLetter, message: KafkaMessage, context: RequestContext) {
-        var value: [UInt8] = []
-        ResultRecordEncoder.appendDeadLetter(deadLetter, source: context.source, original: message.value, to: &value)
         // Our `request-id` replaces one the original may carry, so readers see one value.
-        let headers = message.headers.filter { $0.name != "request-id" } + context.requestIDHeader
-        produce(topic: deadLetterTopic, key: message.key, value: value, headers: headers, context: context)
+        var headers = message.headers.filter { $0.name != "request-id" } + context.requestIDHeader
+        var key = message.key
+        var budget = deadLetterBudget(key: key, headers: headers)
+        if budget < ResultPublisher.minimumDeadLetterBytes {
+            // Key and headers alone nearly fill a record (possible only near the limit): the
+            // original headers go first, then the key; the value always fits.
+            headers = context.requestIDHeader
+            budget = deadLetterBudget(key: key, headers: headers)
+            if budget < ResultPublisher.minimumDeadLetterBytes {
+                key = nil
+                budget = deadLetterBudget(key: nil, headers: headers)
+            }
+        }
+        var value: [UInt8] = []
+        ResultRecordEncoder.appendDeadLetter(
+            deadLetter, source: context.source, original: message.value, maximumBytes: budget, to: &value)
+        produce(topic: deadLetterTopic, key: key, value: value, headers: headers, context: context)
+    }
+
+    /// A dead letter's value always has room for its code, detail and source.
+    static let minimumDeadLetterBytes = 8 * 1024
+
+    private func deadLetterBudget(key: [UInt8]?, headers: [(name: String, value: [UInt8])]) -> Int {
+        var used = ResultPublisher.recordOverheadBytes + (key?.count ?? 0)
+        for header in headers {
+            used += header.name.utf8.count + header.value.count + 16
+        }
+        return maximumRecordBytes - used
     }
 
     private func produce(
