@@ -53,7 +53,12 @@ extension BridgePipeline {
             // Not (or no longer) assigned: leave it for the partition's owner.
             return 0
         }
-        progress.track(message.offset)
+        guard progress.track(message.offset) else {
+            logger.debug("record skipped: already tracked in this assignment", metadata: [
+                "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
+            ])
+            return 0
+        }
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
         let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
         switch decoder.decode(value: message.value, source: source) {
