@@ -13,9 +13,6 @@ extension BridgePipeline {
     /// - Returns: 0 after a clean stop, 1 after a fatal error.
     public func run() -> Int32 {
         dispatcher.start()
-        if configuration.kafka.exactlyOnce {
-            logger.warning("kafka.exactly_once is not implemented in this version: results are published at least once")
-        }
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
@@ -56,9 +53,14 @@ extension BridgePipeline {
             // Not (or no longer) assigned: leave it for the partition's owner.
             return 0
         }
-        progress.track(message.offset)
+        guard progress.track(message.offset) else {
+            logger.debug("record skipped: already tracked in this assignment", metadata: [
+                "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
+            ])
+            return 0
+        }
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
-        let startedAt = message.timestampMilliseconds ?? Timestamp.nowMilliseconds()
+        let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
         switch decoder.decode(value: message.value, source: source) {
         case .deadLetter(let deadLetter):
             let context = RequestContext(
