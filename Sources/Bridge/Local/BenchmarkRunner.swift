@@ -60,10 +60,7 @@ public enum BenchmarkRunner {
         let observer = try KafkaConsumer(
             bootstrapServers: environment.kafka.bootstrapServers,
             groupID: "bench-observer-\(UInt32.random(in: 0...UInt32.max))", topics: [environment.resultsTopic],
-            properties: [
-                "session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "fetch.max.bytes": "10485760",
-                "isolation.level": "read_committed",
-            ],
+            properties: ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "fetch.max.bytes": "10485760"],
             logger: Logger(label: "bench.observer")
         )
         defer { observer.close() }

@@ -62,11 +62,13 @@ extension BridgePipeline {
             return 0
         }
         guard progress.track(message.offset) else {
-            // At or below an offset already tracked (delivered again): its entry is another's.
+            logger.debug("record skipped: already tracked in this assignment", metadata: [
+                "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
+            ])
             return 0
         }
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
-        let startedAt = message.timestampMilliseconds ?? Timestamp.nowMilliseconds()
+        let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
         switch decoder.decode(value: message.value, source: source) {
         case .deadLetter(let deadLetter):
             let context = RequestContext(

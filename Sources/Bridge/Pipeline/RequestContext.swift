@@ -23,7 +23,7 @@ final class RequestContext: Sendable {
         requestID: String,
         app: String,
         environment: PushEnvironment,
-        startedAtMilliseconds: Int64,
+        startedAtMilliseconds: Int64?,
         partition: PartitionProgress
     ) {
         self.facts = APNsAnswerInterpreter.RequestFacts(
@@ -38,8 +38,8 @@ final class RequestContext: Sendable {
     var source: RecordSource { facts.source }
     var requestID: String { facts.requestID }
     var app: String { facts.app }
-    /// Record timestamp (ms since the epoch) that `latency_ms` counts from.
-    var startedAtMilliseconds: Int64 { facts.startedAtMilliseconds }
+    /// Record timestamp (ms since the epoch) that `latency_ms` counts from; nil when unusable.
+    var startedAtMilliseconds: Int64? { facts.startedAtMilliseconds }
 
     /// Takes `count` more holds; call before handing out the outputs or notifications they cover.
     func retain(_ count: Int = 1) {
@@ -48,7 +48,7 @@ final class RequestContext: Sendable {
 
     /// Exactly once: holds `output` back with its input record until the transaction committer
     /// takes it. Returns false when the partition was revoked (the output is dropped).
-    func buffer(_ output: OutputRecord) -> Bool {
+    func buffer(_ output: KafkaOutboundRecord) -> Bool {
         partition.buffer(output, for: source.offset)
     }
 
@@ -80,9 +80,11 @@ final class RequestContext: Sendable {
 /// and the transaction committer takes them in offset order, with the offset to commit.
 ///
 /// A new object is made for every assignment, so work that finishes after a revocation updates
-/// only the old object (`isRevoked`) and never stores an offset or buffers an output for a
-/// partition this member no longer owns. Offsets are stored under the lock, so stores never go
-/// backwards.
+/// only the old object and never stores an offset or buffers an output for a partition this
+/// member no longer owns. Offsets are stored, and the revocation is marked, under the lock: once
+/// `revoke()` returns no store of this object can happen, so a late completion racing the
+/// revocation cannot move the partition's offset (then its new owner's) backwards. Stores never
+/// go backwards within one assignment either: the committable prefix only grows.
 final class PartitionProgress: Sendable {
     /// How completed offsets leave the partition.
     enum Completion: Sendable {
@@ -94,7 +96,7 @@ final class PartitionProgress: Sendable {
 
     private struct State: Sendable {
         var tracker = PartitionOffsetTracker()
-        var sequencer = PartitionOutputSequencer<OutputRecord>()
+        var sequencer = PartitionOutputSequencer<KafkaOutboundRecord>()
         var isRevoked = false
         var committedNextOffset: Int64?
     }
@@ -118,12 +120,15 @@ final class PartitionProgress: Sendable {
         return false
     }
 
-    /// Registers an offset in consumption order. Returns false for an offset at or below one
-    /// already tracked (the record must not be processed: its entry is someone else's).
-    @discardableResult
+    /// Registers an offset in consumption order.
+    /// - Returns: false when the record must not be processed: the partition was revoked, or
+    ///   the offset is at or below one already tracked in this assignment (a re-delivery after
+    ///   an offset reset or a seek). Its earlier delivery is tracked and finishes (or is left
+    ///   uncommitted) on its own; processing it again would complete that earlier entry early
+    ///   and let the commit pass a record still in flight.
     func track(_ offset: Int64) -> Bool {
         state.withLock { state in
-            isTransactional ? state.sequencer.track(offset) : state.tracker.track(offset)
+            !state.isRevoked && (isTransactional ? state.sequencer.track(offset) : state.tracker.track(offset))
         }
     }
 
@@ -132,11 +137,14 @@ final class PartitionProgress: Sendable {
         state.withLock { isTransactional ? $0.sequencer.pendingCount : $0.tracker.pendingCount }
     }
 
+    /// Whether `revoke()` was called.
     var isRevoked: Bool {
         state.withLock { $0.isRevoked }
     }
 
-    /// Stops storing offsets and buffering outputs: the partition was revoked or lost.
+    /// Stops storing offsets and buffering outputs: the partition was revoked or lost. After it
+    /// returns, no store from this object happens, even for work completing on another thread at
+    /// that moment.
     /// - Returns: the buffered outputs dropped (exactly once), which the new owner produces again.
     @discardableResult
     func revoke() -> Int {
@@ -148,7 +156,7 @@ final class PartitionProgress: Sendable {
 
     /// Exactly once: buffers one output of the pending record `offset`. Returns false when it
     /// is not kept (partition revoked): the new owner produces it again.
-    func buffer(_ output: OutputRecord, for offset: Int64) -> Bool {
+    func buffer(_ output: KafkaOutboundRecord, for offset: Int64) -> Bool {
         state.withLock { state in
             !state.isRevoked && state.sequencer.append(output, to: offset)
         }
@@ -156,7 +164,7 @@ final class PartitionProgress: Sendable {
 
     /// Exactly once: the outputs of the complete prefix, in offset order, with the offset to
     /// commit after them; nil when there is none or the partition was revoked.
-    func takeReleased() -> PartitionOutputSequencer<OutputRecord>.Release? {
+    func takeReleased() -> PartitionOutputSequencer<KafkaOutboundRecord>.Release? {
         state.withLock { state in
             state.isRevoked ? nil : state.sequencer.takeReleased()
         }

@@ -37,7 +37,7 @@ final class TransactionCommitter: @unchecked Sendable {
     /// One partition's share of the open batch.
     private struct Share {
         let progress: PartitionProgress
-        var outputs: [OutputRecord]
+        var outputs: [KafkaOutboundRecord]
         var nextOffset: Int64
     }
 
