@@ -11,8 +11,9 @@ import TestSupport
 /// librdkafka 2.0.2's mock cluster keeps no transaction outcome (see `KafkaTransactionTests`:
 /// aborted or unfinished transactions' records are served to `read_committed` readers and
 /// transactional offsets are not committed), so what a kill -9 leaves behind cannot be judged
-/// against it; these tests cover what it can show: a whole run, an aborted transaction
-/// produced again, a rebalance between two instances, and a fenced instance stopping.
+/// against it (the kill -9 test asserts that nothing is lost and records the exactness as a known
+/// issue); the others cover what it can show: a whole run, an aborted transaction produced
+/// again, a rebalance between two instances, and a fenced instance stopping.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct ExactlyOnceProcessTests {
     @Test func everyOutputOnceAlsoAfterAnAbortedTransaction() throws {
@@ -77,6 +78,48 @@ struct ExactlyOnceProcessTests {
 
         let ledger = try OutputLedger.read(environment, settlingAfter: workload)
         ledger.expectEveryOutputExactlyOnce(workload)
+    }
+
+    /// Three kill -9 mid-stream, each followed by a restart of the same instance, then a clean
+    /// stop. Nothing may be lost (asserted); a `read_committed` reader must see each output once,
+    /// which librdkafka 2.0.2's mock cluster cannot show (it serves the records of transactions
+    /// a kill left unfinished and ignores transactional offsets), so that part is recorded as a
+    /// known issue while the mock keeps no transaction outcome.
+    @Test func threeKillsMidStreamLoseNothing() throws {
+        let workload = DemoWorkload(count: 1200, seed: 24)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+        try environment.produceRequests(workload.records)
+        let configFile = try TemporaryFile(contents: environment.configurationYAML(
+            groupID: "eos-kills", exactlyOnce: true, extra: "limits: {max_in_flight: 50}"))
+        let arguments = ["run", "--config", configFile.path]
+        let instance = ["APNS_BRIDGE_INSTANCE_ID": "killed"]
+
+        for fraction in [0.15, 0.4, 0.65] {
+            let bridge = try BridgeBinary.start(arguments, environment: instance)
+            let target = Int(Double(workload.expectedResults) * fraction)
+            let seen = try KafkaTopicReader.readAll(
+                bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+                expectedCount: target, timeoutMilliseconds: 90_000)
+            kill(bridge.processIdentifier, SIGKILL)
+            _ = BridgeBinary.wait(bridge, seconds: 10)
+            #expect(seen.count >= target)
+        }
+        let last = try BridgeBinary.start(arguments, environment: instance)
+        defer { if last.isRunning { last.terminate() } }
+        #expect(waitFor(timeout: .seconds(120), every: .milliseconds(250)) {
+            (try? environment.committedRequestCount(groupID: "eos-kills")) == Int64(workload.records.count)
+        })
+        kill(last.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(last, seconds: 30) == 0)
+
+        let ledger = try OutputLedger.read(environment, settlingAfter: workload, allowingDuplicates: 3)
+        #expect(Set(ledger.resultKeys) == Set(workload.expectedOutcomes.keys))  // nothing lost
+        #expect(Set(ledger.deadLetterSources.map { "\($0.partition)/\($0.offset)" }).count == workload.expectedDeadLetters)
+        withKnownIssue("librdkafka 2.0.2's mock cluster serves unfinished transactions to read_committed readers",
+                       isIntermittent: true) {
+            ledger.expectEveryOutputExactlyOnce(workload)
+        }
     }
 
     static func log(_ path: String, contains text: String) -> Bool {
@@ -151,12 +194,15 @@ struct OutputLedger {
             expectedCount: workload.expectedResults, timeoutMilliseconds: seconds * 1000)
     }
 
-    /// Reads every output after the bridges stopped, asking for one record more than expected
-    /// on each topic so that a late duplicate would be seen (the read settles for 3 seconds).
-    static func read(_ environment: LocalEnvironment, settlingAfter workload: DemoWorkload) throws -> OutputLedger {
+    /// Reads every output after the bridges stopped, asking for more records than expected on
+    /// each topic (`allowingDuplicates` times as many, plus one) so that a late duplicate would be
+    /// seen (the read settles for 3 seconds).
+    static func read(
+        _ environment: LocalEnvironment, settlingAfter workload: DemoWorkload, allowingDuplicates factor: Int = 1
+    ) throws -> OutputLedger {
         func all(_ topic: String, expected: Int) throws -> [[String: Any]] {
             try KafkaTopicReader.readAll(
-                bootstrapServers: environment.kafka.bootstrapServers, topic: topic, expectedCount: expected + 1,
+                bootstrapServers: environment.kafka.bootstrapServers, topic: topic, expectedCount: expected * factor + 1,
                 timeoutMilliseconds: 3_000, isolation: "read_committed"
             ).map { message in
                 (try? JSONSerialization.jsonObject(with: Data(message.value ?? [])) as? [String: Any]) ?? [:]
