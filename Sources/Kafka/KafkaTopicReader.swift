@@ -20,6 +20,40 @@ public enum KafkaTopicReader {
         timeoutMilliseconds: Int,
         isolation: String = "read_committed"
     ) throws -> [KafkaMessage] {
+        try read(bootstrapServers: bootstrapServers, topic: topic, timeoutMilliseconds: timeoutMilliseconds,
+                 isolation: isolation) { messages, _ in messages.count >= expectedCount }
+    }
+
+    /// Reads `topic` from the beginning of every partition up to the end it has when the read
+    /// starts (each partition's high watermark), or until `timeoutMilliseconds` passed. For a
+    /// settled topic (nothing is written to it any more) this is everything it holds, late
+    /// duplicates included, without waiting out a timeout.
+    /// - Returns: the records read, per partition in offset order.
+    /// - Throws: ``KafkaError`` when the topic's metadata or watermarks cannot be read in time.
+    public static func readToEnd(
+        bootstrapServers: String, topic: String, timeoutMilliseconds: Int, isolation: String = "read_committed"
+    ) throws -> [KafkaMessage] {
+        var ends: [Int32: Int64]?
+        return try read(bootstrapServers: bootstrapServers, topic: topic, timeoutMilliseconds: timeoutMilliseconds,
+                        isolation: isolation) { _, client in
+            if ends == nil {
+                ends = try highWatermarks(of: topic, client: client)
+            }
+            // The position passes transaction markers and aborted records too.
+            let list = RDKafkaTopicPartitionList(ends!.keys.map { KafkaTopicPartition(topic: topic, partition: $0) })
+            guard rd_kafka_position(client.pointer, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR else { return false }
+            return RDKafkaTopicPartitionList.entries(of: list.pointer).allSatisfy { entry in
+                entry.offset >= ends![entry.partition.partition, default: 0]
+            }
+        }
+    }
+
+    /// Reads `topic` from the beginning with a standalone consumer until `isDone` says so or the
+    /// timeout passes (`isDone` is asked before each poll).
+    private static func read(
+        bootstrapServers: String, topic: String, timeoutMilliseconds: Int, isolation: String,
+        isDone: ([KafkaMessage], RDKafkaClient) throws -> Bool
+    ) throws -> [KafkaMessage] {
         let deadline = Timestamp.monotonicNanoseconds() + UInt64(max(timeoutMilliseconds, 0)) * 1_000_000
         let client = try makeStandaloneClient(
             bootstrapServers: bootstrapServers, groupID: "apns-bridge-reader-\(UInt64.random(in: 1...UInt64.max))",
@@ -35,7 +69,7 @@ public enum KafkaTopicReader {
 
         var messages: [KafkaMessage] = []
         var topicName: (handle: OpaquePointer?, name: String) = (nil, "")
-        while messages.count < expectedCount {
+        while try !isDone(messages, client) {
             let now = Timestamp.monotonicNanoseconds()
             guard now < deadline else { break }
             let wait = Int32(min((deadline - now) / 1_000_000, 100))
@@ -45,6 +79,22 @@ public enum KafkaTopicReader {
             messages.append(KafkaMessage(message, topicName: &topicName))
         }
         return messages
+    }
+
+    /// Every partition's high watermark (the offset the next record will get).
+    private static func highWatermarks(of topic: String, client: RDKafkaClient) throws -> [Int32: Int64] {
+        let count = try partitionCount(of: topic, client: client, deadline: Timestamp.monotonicNanoseconds() + 10_000_000_000)
+        var ends: [Int32: Int64] = [:]
+        for partition in 0..<count {
+            var low: Int64 = 0
+            var high: Int64 = 0
+            let result = rd_kafka_query_watermark_offsets(client.pointer, topic, partition, &low, &high, 10_000)
+            guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(result, context: "watermarks of \(topic)/\(partition)")
+            }
+            ends[partition] = high
+        }
+        return ends
     }
 
     /// The offsets `groupID` has committed for partitions `0..<partitions` of `topic`
