@@ -62,6 +62,9 @@ final class TransactionCommitter: @unchecked Sendable {
     private let finished = Locked(true)
     private let statistics = Locked((transactions: 0, aborted: 0))
 
+    /// The committer thread, for the confinement checks of the members below.
+    private let committerThread = Locked<pthread_t?>(nil)
+
     // Committer thread only.
     private var batch: [ObjectIdentifier: Share] = [:]
     private var failedAttempts = 0
@@ -143,6 +146,7 @@ final class TransactionCommitter: @unchecked Sendable {
     // MARK: - Committer thread
 
     private func run() {
+        committerThread.withLock { $0 = pthread_self() }
         defer {
             control.withLock { $0.isRunning = false }
             finished.withLock { $0 = true }
@@ -190,6 +194,7 @@ final class TransactionCommitter: @unchecked Sendable {
 
     /// Takes what the partitions released and commits the batch in one transaction.
     private func cycle() {
+        preconditionOnCommitterThread()
         guard !isFailed() else { return }
         for progress in partitions() {
             guard let release = progress.takeReleased() else { continue }
@@ -251,6 +256,7 @@ final class TransactionCommitter: @unchecked Sendable {
 
     /// Aborts and schedules the batch again, or stops the pipeline when it cannot go on.
     private func handleFailure(_ error: KafkaError, outputs: Int) {
+        preconditionOnCommitterThread()
         if error.isFatal || error.isFencing || producer.fatalError != nil {
             onFatal(describeFatal(producer.fatalError ?? error, action: "committing a transaction"))
             return
@@ -272,6 +278,12 @@ final class TransactionCommitter: @unchecked Sendable {
         }
         let backoff = UInt64(100_000_000) << UInt64(min(failedAttempts - 1, 5))
         retryNotBefore = Timestamp.monotonicNanoseconds() + backoff
+    }
+
+    /// `batch`, `failedAttempts` and the retry times belong to the committer thread.
+    private func preconditionOnCommitterThread() {
+        precondition(committerThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false },
+                     "TransactionCommitter state used off its thread")
     }
 
     private func describeFatal(_ error: KafkaError, action: String) -> String {
