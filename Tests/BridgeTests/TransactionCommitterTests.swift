@@ -96,31 +96,34 @@ struct TransactionCommitterTests {
         #expect(fixture.fatal.withLock { $0 } == nil)
     }
 
-    @Test func aRevokedPartitionKeepsWhatWasCommittedAndDropsTheRest() throws {
+    @Test func aRevocationCommitsWhatTheLeavingPartitionReleasedAndDropsTheRest() throws {
         let fixture = try Fixture()
         defer { fixture.close() }
         let p0 = fixture.partition(0)
         let p1 = fixture.partition(1)
         _ = fixture.record(p0, 0, outputs: 1)
         _ = fixture.record(p1, 0, outputs: 1)
-        let unfinished = fixture.record(p1, 1, outputs: 1, complete: false)
+        let released = fixture.record(p1, 1, outputs: 1, complete: false)
+        let unfinished = fixture.record(p1, 2, outputs: 1, complete: false)
         #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 1 && p1.committedNextOffset == 1 })
 
-        // Released just before the revocation: committed by the revocation's own cycle.
-        _ = fixture.record(p0, 1, outputs: 1)
+        // As the pipeline does: the partition is unlisted first, so only the revocation's own
+        // cycle can commit what it releases from now on.
         fixture.partitions.withLock { $0.removeAll { $0 === p1 } }
+        released.release()
         #expect(fixture.committer.finish(revoking: [p1]))
         #expect(p1.isRevoked)
+        #expect(p1.committedNextOffset == 2)  // the new owner starts at offset 2 and redoes it
         // Work of the revoked partition finishing late is dropped, never committed.
-        unfinished.release()
         #expect(!unfinished.buffer(KafkaOutboundRecord(topic: "out", key: nil, value: Array("late".utf8), headers: [], tag: 0)))
-        _ = fixture.record(p0, 2, outputs: 1)
-        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 3 })
-        #expect(p1.committedNextOffset == 1)  // the new owner starts at offset 1 and redoes it
+        unfinished.release()
+        _ = fixture.record(p0, 1, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 2 })
+        #expect(p1.committedNextOffset == 2)
 
         let values = try KafkaTopicReader.readToEnd(
             bootstrapServers: fixture.cluster.bootstrapServers, topic: "out", timeoutMilliseconds: 20_000
         ).map { String(decoding: $0.value ?? [], as: UTF8.self) }
-        #expect(values.sorted() == ["p0-o0-0", "p0-o1-0", "p0-o2-0", "p1-o0-0"])
+        #expect(values.sorted() == ["p0-o0-0", "p0-o1-0", "p1-o0-0", "p1-o1-0"])
     }
 }

@@ -161,7 +161,9 @@ final class TransactionCommitter: @unchecked Sendable {
             let requested = ticket > control.withLock({ $0.completedCycles })
             if requested || stopping || now >= nextDue {
                 nextDue = now + settings.interval.totalNanoseconds
-                cycle()
+                // The leaving partitions are no longer listed by `partitions`: their last
+                // releases join this cycle explicitly.
+                cycle(including: revoking)
             }
             for progress in revoking {
                 publisher.buffered(left: progress.revoke())
@@ -192,11 +194,11 @@ final class TransactionCommitter: @unchecked Sendable {
         return false
     }
 
-    /// Takes what the partitions released and commits the batch in one transaction.
-    private func cycle() {
+    /// Takes what the partitions (and `leaving`) released and commits the batch in one transaction.
+    private func cycle(including leaving: [PartitionProgress] = []) {
         preconditionOnCommitterThread()
         guard !isFailed() else { return }
-        for progress in partitions() {
+        for progress in partitions() + leaving {
             guard let release = progress.takeReleased() else { continue }
             let key = ObjectIdentifier(progress)
             if var share = batch[key] {
