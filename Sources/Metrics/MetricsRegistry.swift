@@ -98,7 +98,12 @@ public final class MetricsRegistry: Sendable {
     /// Adds a family computed at scrape time.
     public func register(_ collector: MetricsCollector) {
         precondition(Self.isValidMetricName(collector.name), "invalid metric name \(collector.name)")  // invariant
-        state.withLock { $0.collectors.append(collector) }
+        state.withLock { state in
+            // invariant: one family per name (a collector's name is not also declared).
+            precondition(state.families[collector.name] == nil && !state.collectors.contains { $0.name == collector.name },
+                         "metric family \(collector.name) registered twice")
+            state.collectors.append(collector)
+        }
     }
 
     func counterStorage(name: String, dimensions: [(String, String)]) -> CounterStorage {
