@@ -7,7 +7,7 @@ import Dispatch
 /// `apns-bridge simulator`: the APNs simulator as a standalone server on this machine.
 enum SimulatorCommand {
     static let help = """
-    Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
+    Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR [--hostname NAME …] | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
                                  [--unregistered TOKEN[:MILLIS] …] [--max-streams N] [--threads N]
 
     An HTTP/2 + TLS server that answers like APNs: it verifies provider JWTs (ES256) against the
@@ -17,6 +17,8 @@ enum SimulatorCommand {
       --listen HOST:PORT   address to listen on (default 127.0.0.1:2197; port 0 picks one)
       --credentials DIR    generate test credentials into DIR (CA ca.pem, server certificate,
                            AuthKey_<kid>.p8) and use them; prints what a bridge config needs
+      --hostname NAME      with --credentials: the server certificate is also valid for NAME
+                           (besides localhost and 127.0.0.1), e.g. a compose service name
       --cert, --key        the server certificate and key (PEM), instead of --credentials
       --auth-key K:T:FILE  trust the provider key K of team T whose public key (PEM) is FILE
       --unregistered TOKEN answer 410 Unregistered for TOKEN (timestamp MILLIS, default now)
@@ -29,7 +31,7 @@ enum SimulatorCommand {
 
     static func main(_ arguments: [String]) throws -> Int32 {
         let options = try CommandLineOptions(arguments, accepting: .init(valued: [
-            "listen", "credentials", "cert", "key", "auth-key", "unregistered", "max-streams", "threads",
+            "listen", "credentials", "hostname", "cert", "key", "auth-key", "unregistered", "max-streams", "threads",
         ]))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
@@ -38,7 +40,8 @@ enum SimulatorCommand {
         let (host, port) = try parseListen(options.value("listen") ?? "127.0.0.1:2197")
         var configuration: APNsSimulatorConfiguration
         if let directory = options.value("credentials") {
-            let credentials = try TestCredentials.generate(in: directory)
+            let credentials = try TestCredentials.generate(
+                in: directory, serverHosts: ["localhost", "127.0.0.1"] + options.values("hostname"))
             configuration = credentials.simulatorConfiguration(host: host, port: port)
             CommandLineInterface.write("""
             generated test credentials in \(directory):
