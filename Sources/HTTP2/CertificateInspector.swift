@@ -82,10 +82,12 @@ public enum CertificateInspector {
     }
 
     private static func subjectLine(of certificate: OpaquePointer) -> String {
-        guard let name = X509_get_subject_name(certificate),
-              let text = try? CertificateBuilder.pem({ X509_NAME_print_ex($0, name, 0, 0) >= 0 ? 1 : 0 }) else {
-            return "?"
-        }
-        return text
+        guard let name = X509_get_subject_name(certificate), let bio = BIO_new(BIO_s_mem()) else { return "?" }
+        defer { BIO_free(bio) }
+        guard X509_NAME_print_ex(bio, name, 0, 0) >= 0 else { return "?" }
+        var data: UnsafeMutablePointer<CChar>?
+        let count = apns_bio_get_mem_data(bio, &data)
+        guard let data, count > 0 else { return "?" }
+        return String(decoding: UnsafeRawBufferPointer(start: data, count: Int(count)), as: UTF8.self)
     }
 }

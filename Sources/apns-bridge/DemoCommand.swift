@@ -3,6 +3,7 @@ import Glibc
 #endif
 import APNs
 import Kafka
+import APNsSimulator
 import Bridge
 import Observability
 

@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Foundation
 import HTTP2
 import Testing

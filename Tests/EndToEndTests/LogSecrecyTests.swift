@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Bridge
 import Foundation
 import HTTP2
@@ -21,7 +22,16 @@ struct LogSecrecyTests {
         defer { environment.close() }
         let scratch = try ScratchDirectory(prefix: "apns-bridge-secrecy")
         defer { scratch.remove() }
-        let client = try CertificateAuthority().issueClientCertificate(commonName: "Apple Push Services: com.example.legacy")
+        // The certificate app talks to a second simulator (its sandbox endpoint) that requires
+        // client certificates issued by this authority; the token app to the environment's.
+        let authority = try CertificateAuthority()
+        try authority.writeCertificate(to: scratch.file("client-ca.pem"))
+        let client = try authority.issueClientCertificate(commonName: "Apple Push Services: com.example.legacy")
+        var certificateSimulatorConfiguration = environment.credentials.simulatorConfiguration()
+        certificateSimulatorConfiguration.clientCAFile = scratch.file("client-ca.pem")
+        let certificateSimulator = try APNsSimulator(configuration: certificateSimulatorConfiguration)
+        try certificateSimulator.start()
+        defer { certificateSimulator.close() }
         let clientKeyFile = scratch.file("legacy-key.pem")
         let encryptedKey = try client.encryptedPrivateKeyPEM(passphrase: Self.passphrase)
         try encryptedKey.write(toFile: clientKeyFile, atomically: false, encoding: .utf8)
@@ -34,7 +44,7 @@ struct LogSecrecyTests {
           consumer: {session.timeout.ms: 6000, heartbeat.interval.ms: 500, auto.commit.interval.ms: 200}
         apns:
           production_url: https://127.0.0.1:\(environment.simulator.port)
-          sandbox_url: https://127.0.0.1:\(environment.simulator.port)
+          sandbox_url: https://127.0.0.1:\(certificateSimulator.port)
           ca_file: \(environment.credentials.caFile)
         apps:
           - name: demo
@@ -42,6 +52,7 @@ struct LogSecrecyTests {
             auth: {type: token, key_file: \(environment.credentials.authKeyFile), key_id: \(environment.credentials.keyID), team_id: \(environment.credentials.teamID)}
           - name: legacy
             bundle_id: com.example.legacy
+            environment: sandbox
             auth: {type: certificate, cert_file: \(scratch.file("legacy.pem")), key_file: \(clientKeyFile), passphrase: "\(Self.passphrase)"}
         log: {level: trace, format: \(format)}
         shutdown_timeout: 10s
@@ -64,6 +75,14 @@ struct LogSecrecyTests {
             expectedCount: 6, timeoutMilliseconds: 60_000
         )
         #expect(results.count == 6)
+        let outcomes = Dictionary(results.compactMap { message -> (String, String)? in
+            guard let value = message.value,
+                  let object = try? JSONSerialization.jsonObject(with: Data(value)) as? [String: Any],
+                  let id = object["request_id"] as? String, let outcome = object["outcome"] as? String else { return nil }
+            return (id + "/" + ((object["token"] as? String) ?? ""), outcome)
+        }, uniquingKeysWith: { first, _ in first })
+        #expect(outcomes["certificate/\(tokens[3])"] == "delivered", "\(outcomes)")
+        #expect(outcomes["plain/\(tokens[0])"] == "delivered", "\(outcomes)")
         let exit = run.stop()
         #expect(exit == 0)
         let check = try BridgeBinary.run(["check", "--config", config.path])
