@@ -23,6 +23,7 @@ public final class BridgePipeline: Sendable {
     let pausedPartitions = Locked<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
+    let peakInFlightValue = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
 
@@ -106,9 +107,14 @@ public final class BridgePipeline: Sendable {
         fatalState.withLock { $0 }
     }
 
-    /// Notifications waiting for APNs plus output records waiting for Kafka's acknowledgement.
+    /// Notifications waiting for APNs plus results and dead letters waiting for Kafka's acknowledgement.
     public var inFlightCount: Int {
         inFlight
+    }
+
+    /// The most in-flight work seen since start: at most `limits.max_in_flight` plus one request.
+    public var peakInFlight: Int {
+        peakInFlightValue.load(ordering: .relaxed)
     }
 
     /// librdkafka's queue bound, from `limits.max_in_flight`: room for every output the work in
