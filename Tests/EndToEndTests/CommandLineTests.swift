@@ -2,6 +2,7 @@ import APNs
 import Bridge
 import Foundation
 import Kafka
+import TestSupport
 import Testing
 
 /// Drives the real `apns-bridge` binary as a separate process, as an operator would.
@@ -152,22 +153,27 @@ enum BridgeBinary {
         return root.appendingPathComponent(".build/debug/apns-bridge")
     }
 
-    static func start(_ arguments: [String]) throws -> Process {
+    /// Starts the binary; its standard error (the log) goes to `logFile` when given.
+    static func start(_ arguments: [String], logFile: String? = nil) throws -> Process {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if let logFile {
+            _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: logFile)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         return process
     }
 
     static func wait(_ process: Process, seconds: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline {
-            usleep(20_000)
+        guard waitFor(timeout: .milliseconds(Int64(seconds * 1000)), every: .milliseconds(20), { !process.isRunning }) else {
+            return nil
         }
-        return process.isRunning ? nil : process.terminationStatus
+        return process.terminationStatus
     }
 
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
