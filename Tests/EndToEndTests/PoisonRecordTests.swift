@@ -88,8 +88,7 @@ struct PoisonRecordTests {
         producer.close()
 
         // A producer limit below the largest dead letters: they must be cut to fit, not refused.
-        let yaml = environment.configurationYAML(groupID: "e2e-poison")
-            .replacingOccurrences(of: "    linger.ms: 2", with: "    linger.ms: 2\n    message.max.bytes: 600000")
+        let yaml = environment.configurationYAML(groupID: "e2e-poison", producer: ["message.max.bytes": "600000"])
         let configFile = try TemporaryFile(contents: yaml)
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
         defer { if process.isRunning { process.terminate() } }

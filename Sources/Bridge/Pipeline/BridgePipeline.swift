@@ -112,6 +112,16 @@ public final class BridgePipeline: Sendable {
         inFlight
     }
 
+    /// Notifications handed to APNs and not answered yet.
+    public var notificationsAwaitingAPNs: Int {
+        dispatcher.inFlight
+    }
+
+    /// Results and dead letters handed to the producer and not acknowledged by Kafka yet.
+    public var outputsAwaitingKafka: Int {
+        publisher.pendingCount
+    }
+
     /// The most in-flight work seen since start: at most `limits.max_in_flight` plus one request.
     public var peakInFlight: Int {
         peakInFlightValue.load(ordering: .relaxed)
