@@ -43,17 +43,20 @@ struct CommandLineTests {
                 value: Array(#"{"token":"\#(String(repeating: "3c", count: 32))","payload":{"aps":{}}}"#.utf8)
             )
         })
-        let yaml = environment.configurationYAML(groupID: "e2e-second-signal")
+        let yaml = environment.configurationYAML(groupID: "e2e-second-signal", extra: "log: {level: debug, format: text}")
             .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 60s")
         let configFile = try TemporaryFile(contents: yaml)
         environment.simulator.close()  // APNs unreachable: the drain would wait the whole 60 s
+        let log = try ScratchDirectory()
+        defer { log.remove() }
 
-        let process = try BridgeBinary.start(["run", "--config", configFile.path])
+        let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
         defer { if process.isRunning { process.terminate() } }
-        sleep(6)  // joins the group and takes the three requests
+        // It joins the group and takes the three requests.
+        #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == 3 })
         #expect(process.isRunning)
         kill(process.processIdentifier, SIGTERM)
-        usleep(300_000)
+        #expect(waitFor(timeout: .seconds(10)) { BridgeBinary.count("draining", in: log.file("bridge.log")) == 1 })
         kill(process.processIdentifier, SIGTERM)
         let exit = BridgeBinary.wait(process, seconds: 10)
         #expect(exit == 1)
@@ -174,6 +177,12 @@ enum BridgeBinary {
             return nil
         }
         return process.terminationStatus
+    }
+
+    /// Lines of the log at `path` that contain `text`.
+    static func count(_ text: String, in path: String) -> Int {
+        guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
+        return contents.split(separator: "\n").count { $0.contains(text) }
     }
 
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {

@@ -88,6 +88,12 @@ extension BridgePipeline {
             context.release()
             return 1
         case .request(let request):
+            if logger.isEnabled(.debug) {
+                logger.debug("request admitted", metadata: [
+                    "bridge.request_id": request.id, "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
+                    "bridge.tokens": "\(request.validTokens.count + request.invalidTokens.count)",
+                ])
+            }
             let context = RequestContext(
                 source: source, requestID: request.id, app: request.app, environment: request.environment,
                 startedAtMilliseconds: startedAt, partition: progress

@@ -112,6 +112,16 @@ public final class BridgePipeline: Sendable {
         inFlight
     }
 
+    /// Partitions currently assigned to this member.
+    public var assignedPartitionCount: Int {
+        partitions.withLock { $0.count }
+    }
+
+    /// Assigned partitions whose fetching is paused by backpressure.
+    public var pausedPartitionCount: Int {
+        pausedPartitions.withLock { $0.count }
+    }
+
     /// Notifications handed to APNs and not answered yet.
     public var notificationsAwaitingAPNs: Int {
         dispatcher.inFlight
