@@ -12,6 +12,9 @@ extension BridgePipeline {
     /// `shutdown_timeout`, flushes, commits and returns.
     /// - Returns: 0 after a clean stop, 1 after a fatal error.
     public func run() -> Int32 {
+        lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
+        consuming.store(true, ordering: .relaxed)
+        defer { consuming.store(false, ordering: .relaxed) }
         dispatcher.start()
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
@@ -20,6 +23,7 @@ extension BridgePipeline {
         // Records polled and not yet admitted, with the assignment they were fetched under.
         var waiting = AdmissionQueue()
         while !isStopRequested, fatalReason == nil {
+            lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
             let limit = configuration.limits.maxInFlight
             let room = max(0, limit - inFlight)
@@ -69,6 +73,7 @@ extension BridgePipeline {
             // Not (or no longer) assigned: leave it for the partition's owner.
             return 0
         }
+        metrics.recordConsumed(topic: message.topic)
         guard progress.track(message.offset) else {
             logger.debug("record skipped: revoked, or already tracked in this assignment", metadata: [
                 "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
@@ -84,6 +89,7 @@ extension BridgePipeline {
                 environment: .production, startedAtMilliseconds: startedAt, partition: progress
             )
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
+            metrics.recordDeadLetter(deadLetter.code)
             publisher.publishDeadLetter(deadLetter, message: message, context: context)
             context.release()
             return 1
@@ -119,6 +125,7 @@ extension BridgePipeline {
     func rebalanced(_ event: KafkaRebalanceEvent) {
         switch event {
         case .assigned(let assigned):
+            joinedGroup.store(true, ordering: .releasing)
             logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
             let consumer = self.consumer
             let logger = self.logger
@@ -251,6 +258,7 @@ extension BridgePipeline {
         while inFlight > 0, Timestamp.monotonicNanoseconds() < deadline, fatalReason == nil {
             // Keep serving the group (and rebalance callbacks) while answers come in; records
             // of newly assigned partitions are left unprocessed and uncommitted.
+            lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             do {
                 _ = try consumer.poll(maxMessages: 1, timeoutMilliseconds: 20)
             } catch {

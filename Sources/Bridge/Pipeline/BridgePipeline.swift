@@ -1,5 +1,6 @@
 import Kafka
 import HTTP2
+import Metrics
 import Observability
 import Synchronization
 
@@ -26,6 +27,16 @@ public final class BridgePipeline: Sendable {
     let peakInFlightValue = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
+    /// Every series of `/metrics` (contract §10).
+    public let metrics: BridgeMetrics
+    /// Set by the first assignment: the consumer is a member of its group.
+    let joinedGroup = Atomic<Bool>(false)
+    /// Whether `run()` is between its start and its return (for `/healthz`).
+    let consuming = Atomic<Bool>(false)
+    /// Monotonic time of the consumer loop's last iteration (for `/healthz`).
+    let lastConsumerIteration = Atomic<UInt64>(Timestamp.monotonicNanoseconds())
+    /// Lag by partition from the latest librdkafka statistics (consumer thread writes, scrapes read).
+    let consumerLag = Locked<[KafkaTopicPartition: Int64]>([:])
 
     /// Builds every component from the configuration; nothing is fetched until `run()`.
     /// - Throws: `PipelineError` naming what could not be set up (a key file, a TLS context, Kafka).
@@ -38,6 +49,8 @@ public final class BridgePipeline: Sendable {
         self.configuration = configuration
         self.backpressureGraceNanoseconds = backpressureGrace.totalNanoseconds
         self.decoder = PushRequestDecoder(configuration: configuration)
+        let metrics = BridgeMetrics(configuration: configuration)
+        self.metrics = metrics
         let pipelineBox = PipelineReference()
         do {
             group = try EventLoopGroup(threads: SystemInfo.onlineProcessorCount, name: "apns-loop")
@@ -56,7 +69,7 @@ public final class BridgePipeline: Sendable {
                 bootstrapServers: configuration.kafka.brokers,
                 groupID: configuration.kafka.groupID,
                 topics: configuration.kafka.topics,
-                properties: configuration.kafka.consumer,
+                properties: Self.consumerProperties(configuration.kafka),
                 logger: Logger(label: "kafka.consumer")
             )
         } catch {
@@ -65,7 +78,8 @@ public final class BridgePipeline: Sendable {
         }
         publisher = ResultPublisher(producer: producer, kafka: configuration.kafka)
         do {
-            dispatcher = try NotificationDispatcher(configuration: configuration, group: group, publisher: publisher)
+            dispatcher = try NotificationDispatcher(
+                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics))
         } catch {
             producer.close()
             consumer.close()
@@ -74,6 +88,8 @@ public final class BridgePipeline: Sendable {
         }
         pipelineBox.set(self)
         consumer.rebalanceHandler = { event in pipelineBox.pipeline?.rebalanced(event) }
+        consumer.statisticsHandler = { json in pipelineBox.pipeline?.statisticsArrived(json) }
+        registerStateMetrics()
     }
 
     /// Asks `run()` to stop: it stops fetching, drains in-flight work, commits and returns. Any thread.
