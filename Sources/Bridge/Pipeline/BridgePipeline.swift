@@ -24,6 +24,7 @@ public final class BridgePipeline: Sendable {
     let pausedPartitions = Locked<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
+    let peakInFlightValue = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
     /// Every series of `/metrics` (contract §10).
@@ -122,9 +123,34 @@ public final class BridgePipeline: Sendable {
         fatalState.withLock { $0 }
     }
 
-    /// Notifications waiting for APNs plus output records waiting for Kafka's acknowledgement.
+    /// Notifications waiting for APNs plus results and dead letters waiting for Kafka's acknowledgement.
     public var inFlightCount: Int {
         inFlight
+    }
+
+    /// Partitions currently assigned to this member.
+    public var assignedPartitionCount: Int {
+        partitions.withLock { $0.count }
+    }
+
+    /// Assigned partitions whose fetching is paused by backpressure.
+    public var pausedPartitionCount: Int {
+        pausedPartitions.withLock { $0.count }
+    }
+
+    /// Notifications handed to APNs and not answered yet.
+    public var notificationsAwaitingAPNs: Int {
+        dispatcher.inFlight
+    }
+
+    /// Results and dead letters handed to the producer and not acknowledged by Kafka yet.
+    public var outputsAwaitingKafka: Int {
+        publisher.pendingCount
+    }
+
+    /// The most in-flight work seen since start: at most `limits.max_in_flight` plus one request.
+    public var peakInFlight: Int {
+        peakInFlightValue.load(ordering: .relaxed)
     }
 
     /// librdkafka's queue bound, from `limits.max_in_flight`: room for every output the work in
