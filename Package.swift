@@ -49,7 +49,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["TestSupport", "JSON"], swiftSettings: strictSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["TestSupport", "HTTP2", "APNs"], swiftSettings: strictSettings),
         .testTarget(name: "APNsTests", dependencies: ["TestSupport", "APNs", "HTTP2", "JSON"], swiftSettings: strictSettings),
-        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs"], swiftSettings: strictSettings),
+        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs", "Metrics"], swiftSettings: strictSettings),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TestSupport", "Bridge", "Kafka", "APNs", "HTTP2", "JSON", "Observability", "Metrics"],
