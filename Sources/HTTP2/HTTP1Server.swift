@@ -102,7 +102,7 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
     }
 
     /// Accepts every pending connection.
-    func eventLoopReadable() {
+    package func eventLoopReadable() {
         loop.preconditionInEventLoop()
         while true {
             let fd = accept(listenFD, nil, nil)
@@ -143,7 +143,7 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
         }
     }
 
-    func eventLoopWritable() {}
+    package func eventLoopWritable() {}
 
     /// A connection closed its socket. Loop thread.
     func connectionDidClose(_ connection: HTTP1ServerConnection) {

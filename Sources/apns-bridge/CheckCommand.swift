@@ -6,7 +6,8 @@ enum CheckCommand {
     static let help = """
     Usage: apns-bridge check [--config FILE]
 
-    Parses the configuration (exit 2 naming the key on an error) and loads every app's key or
+    Parses the configuration (exit 2 naming the key on an error), has librdkafka check every
+    kafka.consumer / kafka.producer property (without connecting) and loads every app's key or
     certificate files. Prints a summary and exits 0 when everything is usable.
 
     """
@@ -18,6 +19,7 @@ enum CheckCommand {
             return 0
         }
         let configuration = try CommandLineInterface.loadConfiguration(options)
+        try ConfigurationCheck.validateKafkaProperties(configuration)
         try ConfigurationCheck.loadCredentials(configuration)
         var summary = "configuration OK\n"
         summary += "  kafka: \(configuration.kafka.brokers), group \(configuration.kafka.groupID), topics \(configuration.kafka.topics.joined(separator: ", "))\n"

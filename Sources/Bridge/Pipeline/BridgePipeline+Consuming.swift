@@ -16,9 +16,6 @@ extension BridgePipeline {
         consuming.store(true, ordering: .relaxed)
         defer { consuming.store(false, ordering: .relaxed) }
         dispatcher.start()
-        if configuration.kafka.exactlyOnce {
-            logger.warning("kafka.exactly_once is not implemented in this version: results are published at least once")
-        }
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
@@ -60,10 +57,15 @@ extension BridgePipeline {
             // Not (or no longer) assigned: leave it for the partition's owner.
             return 0
         }
-        progress.track(message.offset)
+        guard progress.track(message.offset) else {
+            logger.debug("record skipped: already tracked in this assignment", metadata: [
+                "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
+            ])
+            return 0
+        }
         metrics.recordConsumed(topic: message.topic)
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
-        let startedAt = message.timestampMilliseconds ?? Timestamp.nowMilliseconds()
+        let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
         switch decoder.decode(value: message.value, source: source) {
         case .deadLetter(let deadLetter):
             let context = RequestContext(

@@ -7,7 +7,8 @@ import Synchronization
 /// The running bridge: consumes push requests, sends them to APNs and publishes every outcome.
 ///
 /// Threads: the caller of `run()` is the consumer thread (poll, decode, fan-out); the event loop
-/// threads carry HTTP/2 and turn answers into result records; librdkafka's producer thread
+/// threads carry HTTP/2 and turn answers into result records, which they append to the
+/// producer's outbox without waiting; the producer's publisher thread alone calls produce and
 /// serves delivery reports, which complete input offsets and store them for commit (librdkafka
 /// commits stored offsets every `auto.commit.interval.ms`, and once more on close).
 public final class BridgePipeline: Sendable {
@@ -59,6 +60,7 @@ public final class BridgePipeline: Sendable {
             producer = try KafkaProducer(
                 bootstrapServers: configuration.kafka.brokers,
                 properties: configuration.kafka.producer,
+                queueCapacity: BridgePipeline.producerQueueCapacity(limits: configuration.limits),
                 logger: Logger(label: "kafka.producer"),
                 deliveryHandler: { tag, error in pipelineBox.pipeline?.delivered(tag: tag, error: error) }
             )
@@ -73,9 +75,7 @@ public final class BridgePipeline: Sendable {
             group.shutdown()
             throw PipelineError(component: "kafka", message: "\(error)")
         }
-        publisher = ResultPublisher(producer: producer, kafka: configuration.kafka) { reason in
-            pipelineBox.pipeline?.fail(reason)
-        }
+        publisher = ResultPublisher(producer: producer, kafka: configuration.kafka)
         do {
             dispatcher = try NotificationDispatcher(
                 configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics))
@@ -125,6 +125,18 @@ public final class BridgePipeline: Sendable {
     /// Notifications waiting for APNs plus output records waiting for Kafka's acknowledgement.
     public var inFlightCount: Int {
         inFlight
+    }
+
+    /// librdkafka's queue bound, from `limits.max_in_flight`: room for every output the work in
+    /// flight can cause (a result and an invalid-token record per notification, the limit may be
+    /// passed by one request), so queue-full is rare and, when it happens (a lowered
+    /// `queue.buffering.max.messages`, a huge dead letter), outputs wait in the outbox and count
+    /// as in flight: fetching pauses, nothing sleeps.
+    static func producerQueueCapacity(limits: LimitsSettings) -> (messages: Int, kilobytes: Int) {
+        // Clamped first: configured limits have no upper bound, and this must not overflow.
+        let messages = 2 * (min(limits.maxInFlight, 2_000_000) + min(limits.maxTokensPerRequest, 2_000_000)) + 1_000
+        // About 1 KB per output, at least 64 MB so a few dead letters of `message.max.bytes` fit.
+        return (messages, max(65_536, messages))
     }
 
     /// The fatal error that stopped (or is stopping) `run()`, if any.

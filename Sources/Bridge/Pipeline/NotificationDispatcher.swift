@@ -159,7 +159,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
                               context: RequestContext, now: Int64) {
         let result = PushResult(
             requestID: context.requestID, app: context.app, token: token, outcome: outcome, reason: reason, attempts: 0,
-            latencyMilliseconds: Double(now - context.startedAtMilliseconds), source: context.source,
+            latencyMilliseconds: RecordTimestamp.latencyMilliseconds(from: context.startedAtMilliseconds, nowMicroseconds: now * 1000),
+            source: context.source,
             completedAtMilliseconds: now
         )
         publisher.publishResult(result, context: context)
