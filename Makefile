@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN_DEBUG = .build/debug/apns-bridge
 BIN_RELEASE = .build/release/apns-bridge
 
-.PHONY: setup build release test run bench clean
+.PHONY: setup build release test lint run bench fuzz fuzz-build fuzz-ci clean
 
 setup:
 	@scripts/setup
@@ -17,9 +17,14 @@ release: setup
 ## Runs the whole test suite (unit and end-to-end) against the real libraries on loopback.
 ## One test at a time: many tests run servers, event loops and Kafka clients of their own, and on
 ## a 2-core machine parallel tests starve each other's threads (about a minute either way).
-test: setup
+test: setup lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
+
+## Static checks of the compose stack, every YAML file and every shell script (scripts/lint):
+## docker-compose config -q (also with the production override), yamllint, shellcheck.
+lint: setup
+	@scripts/lint
 
 ## Runs the demo: mock Kafka cluster + APNs simulator + the pipeline, all on loopback.
 run: setup
@@ -30,5 +35,24 @@ run: setup
 bench: release
 	$(BIN_RELEASE) bench
 
+## Fuzzing (docs/FUZZING.md): libFuzzer targets built with -sanitize=fuzzer,address in their own
+## build directory (the manifest declares them only when APNS_BRIDGE_FUZZ is set). Each runs
+## FUZZ_SECONDS from its seed corpus in fuzz/corpus/<name>; what it learns goes to
+## .build-fuzz/corpus/<name>, crashes to .build-fuzz/crashes/<name>.
+FUZZ_TARGETS = json push-request configuration http2-response
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD = APNS_BRIDGE_FUZZ=1 $(SWIFT) build --build-path .build-fuzz \
+	-Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld
+
+fuzz-build: setup
+	@for target in $(FUZZ_TARGETS); do $(FUZZ_BUILD) --product fuzz-$$target || exit 1; done
+
+fuzz: fuzz-build
+	@scripts/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+## The short pass CI runs (part of `make test`).
+fuzz-ci:
+	$(MAKE) fuzz FUZZ_SECONDS=20
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz
