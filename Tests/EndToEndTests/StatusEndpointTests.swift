@@ -1,6 +1,7 @@
 import APNs
 import Bridge
 import Foundation
+import HTTP2
 import Kafka
 import Testing
 import TestSupport
@@ -15,12 +16,13 @@ struct StatusEndpointTests {
         let server: BridgeStatusServer
         private let finished = DispatchSemaphore(value: 0)
 
-        init(_ environment: LocalEnvironment, groupID: String, startConsuming: Bool = true) throws {
+        init(_ environment: LocalEnvironment, groupID: String, startConsuming: Bool = true,
+             stallThreshold: Duration = .seconds(30)) throws {
             // Statistics every 200 ms, so the lag series appears within the test.
             let yaml = environment.configurationYAML(groupID: groupID)
                 .replacingOccurrences(of: "    auto.commit.interval.ms: 200", with: "    auto.commit.interval.ms: 200\n    statistics.interval.ms: 200")
             pipeline = try BridgePipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
-            server = try BridgeStatusServer(pipeline: pipeline, host: "127.0.0.1", port: 0)
+            server = try BridgeStatusServer(pipeline: pipeline, host: "127.0.0.1", port: 0, stallThreshold: stallThreshold)
             if startConsuming { start() }
         }
 
@@ -76,6 +78,25 @@ struct StatusEndpointTests {
         #expect(stopping?.status == 503)
         #expect(stopping?.body == "stopping\n")
         bridge.stop()
+    }
+
+    /// A loop stuck in a callback turns `/healthz` to 503 naming it; it recovers when the loop does.
+    @Test func healthFailsWhileAnEventLoopIsStuck() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-health", stallThreshold: .seconds(2))
+        defer { bridge.stop() }
+        #expect(await eventually { bridge.get("/healthz")?.status == 200 })
+
+        let release = DispatchSemaphore(value: 0)
+        let stuck = try #require(bridge.pipeline.eventLoops.first)
+        stuck.execute { release.wait() }  // deliberately blocks the loop
+        let unhealthy = await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 503 }
+        #expect(unhealthy)
+        let body = bridge.get("/healthz")?.body ?? ""
+        release.signal()
+        #expect(body.hasPrefix("event loop \(stuck.name) has not answered for"), "\(body)")
+        #expect(await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 200 })
     }
 
     @Test func countersFollowTheWorkAndPromtoolAcceptsTheOutput() async throws {
