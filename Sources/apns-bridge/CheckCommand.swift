@@ -12,6 +12,8 @@ enum CheckCommand {
         and its key (or a PKCS#12 file) load with the passphrase and match; certificates are
         valid now, with a warning when they expire within 30 days;
       - apns.ca_file reads and holds certificates;
+      - librdkafka accepts every kafka.consumer / kafka.producer property (set on a throwaway
+        configuration; properties that carry the delivery guarantees are refused);
       - key files are not readable by group or others (a warning).
     Then prints the effective configuration (defaults filled in, ${VAR} expanded) with
     passphrases and secret librdkafka properties redacted. Key material is never printed.

@@ -54,6 +54,7 @@ struct LogSecrecyTests {
             bundle_id: com.example.legacy
             environment: sandbox
             auth: {type: certificate, cert_file: \(scratch.file("legacy.pem")), key_file: \(clientKeyFile), passphrase: "\(Self.passphrase)"}
+        http: {listen: "127.0.0.1:0"}
         log: {level: trace, format: \(format)}
         shutdown_timeout: 10s
         """)
