@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN_DEBUG = .build/debug/apns-bridge
 BIN_RELEASE = .build/release/apns-bridge
 
-.PHONY: setup build release test lint run bench clean
+.PHONY: setup build release test lint run bench fuzz fuzz-build fuzz-ci clean
 
 setup:
 	@scripts/setup
@@ -35,5 +35,24 @@ run: setup
 bench: release
 	$(BIN_RELEASE) bench
 
+## Fuzzing (docs/FUZZING.md): libFuzzer targets built with -sanitize=fuzzer,address in their own
+## build directory (the manifest declares them only when APNS_BRIDGE_FUZZ is set). Each runs
+## FUZZ_SECONDS from its seed corpus in fuzz/corpus/<name>; what it learns goes to
+## .build-fuzz/corpus/<name>, crashes to .build-fuzz/crashes/<name>.
+FUZZ_TARGETS = json push-request configuration http2-response
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD = APNS_BRIDGE_FUZZ=1 $(SWIFT) build --build-path .build-fuzz \
+	-Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld
+
+fuzz-build: setup
+	@for target in $(FUZZ_TARGETS); do $(FUZZ_BUILD) --product fuzz-$$target || exit 1; done
+
+fuzz: fuzz-build
+	@scripts/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+## The short pass CI runs (part of `make test`).
+fuzz-ci:
+	$(MAKE) fuzz FUZZ_SECONDS=20
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

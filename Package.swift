@@ -70,3 +70,24 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (fuzz/targets, docs/FUZZING.md): only declared when APNS_BRIDGE_FUZZ is set,
+// as `make fuzz` does, because they build only with `-sanitize=fuzzer` (libFuzzer supplies
+// `main`). Ordinary `swift build` and `swift test` never see them.
+if Context.environment["APNS_BRIDGE_FUZZ"] != nil {
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("fuzz-json", ["JSON"]),
+        ("fuzz-push-request", ["Bridge", "APNs", "HTTP2", "JSON"]),
+        ("fuzz-configuration", ["Bridge"]),
+        ("fuzz-http2-response", ["HTTP2", "APNs"]),
+    ]
+    package.targets.append(.systemLibrary(name: "CLibFuzzer", path: "fuzz/CLibFuzzer"))
+    package.targets.append(.target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "fuzz/targets/FuzzSupport",
+                                   swiftSettings: strictSettings))
+    for target in fuzzTargets {
+        package.targets.append(.executableTarget(
+            name: target.name, dependencies: target.dependencies + ["FuzzSupport"], path: "fuzz/targets/\(target.name)",
+            swiftSettings: strictSettings
+        ))
+    }
+}
