@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN_DEBUG = .build/debug/apns-bridge
 BIN_RELEASE = .build/release/apns-bridge
 
-.PHONY: setup build release test run bench fuzz fuzz-build fuzz-ci clean
+.PHONY: setup build release test lint run bench fuzz fuzz-build fuzz-ci clean
 
 setup:
 	@scripts/setup
@@ -17,9 +17,14 @@ release: setup
 ## Runs the whole test suite (unit and end-to-end) against the real libraries on loopback.
 ## One test at a time: many tests run servers, event loops and Kafka clients of their own, and on
 ## a 2-core machine parallel tests starve each other's threads (about a minute either way).
-test: setup
+test: setup lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
+
+## Static checks of the compose stack, every YAML file and every shell script (scripts/lint):
+## docker-compose config -q (also with the production override), yamllint, shellcheck.
+lint: setup
+	@scripts/lint
 
 ## Runs the demo: mock Kafka cluster + APNs simulator + the pipeline, all on loopback.
 run: setup

@@ -101,6 +101,12 @@ public final class EventLoop: @unchecked Sendable {
         threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
+    /// Traps when called off this loop's thread: the check every loop-only method starts with.
+    @inline(__always)
+    public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(inEventLoop, "must run on event loop \(name)", file: file, line: line)  // invariant: thread confinement
+    }
+
     /// Runs `task` on the loop thread, after the tasks submitted before it (FIFO). Any thread.
     ///
     /// The loop is woken only when the queue goes from empty to non-empty. Tasks submitted after
@@ -245,10 +251,11 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 /// Which readiness events a registered file descriptor is interested in.
-struct IOInterest: OptionSet, Sendable {
-    let rawValue: UInt8
-    static let readable = IOInterest(rawValue: 1)
-    static let writable = IOInterest(rawValue: 2)
+package struct IOInterest: OptionSet, Sendable {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
+    package static let readable = IOInterest(rawValue: 1)
+    package static let writable = IOInterest(rawValue: 2)
 
     var epollEvents: UInt32 {
         var events: UInt32 = 0
@@ -262,7 +269,7 @@ struct IOInterest: OptionSet, Sendable {
 ///
 /// Errors and hang-ups are reported as both readable and writable; the handler finds out what
 /// happened from the next read or write.
-protocol EventLoopIOHandler: AnyObject {
+package protocol EventLoopIOHandler: AnyObject {
     /// The descriptor is readable (or failed / hung up).
     func eventLoopReadable()
     /// The descriptor is writable (or failed / hung up).
@@ -270,7 +277,7 @@ protocol EventLoopIOHandler: AnyObject {
 }
 
 /// An object that wants to run once at the end of the current loop iteration (output coalescing).
-protocol EventLoopFlushable: AnyObject {
+package protocol EventLoopFlushable: AnyObject {
     /// Runs on the loop thread after the iteration's events, timers and tasks.
     func flushAtEndOfIteration()
 }
@@ -281,7 +288,7 @@ extension EventLoop {
     /// The loop keeps `handler` alive until `unregister`. A stale event for a closed and reused
     /// descriptor number is ignored thanks to a generation number in the epoll token.
     /// - Throws: ``HTTP2Error`` if `epoll_ctl` fails.
-    func register(fd: Int32, interest: IOInterest, handler: EventLoopIOHandler) throws {
+    package func register(fd: Int32, interest: IOInterest, handler: EventLoopIOHandler) throws {
         let generation = nextGeneration
         nextGeneration = nextGeneration == UInt32.max - 1 ? 1 : nextGeneration + 1
         var event = epoll_event()
@@ -305,7 +312,7 @@ extension EventLoop {
     }
 
     /// Stops watching `fd` and releases its handler. Call before closing the descriptor.
-    func unregister(fd: Int32) {
+    package func unregister(fd: Int32) {
         guard registrations.removeValue(forKey: fd) != nil else { return }
         var event = epoll_event()
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)

@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Bridge
 import Foundation
 import Kafka
@@ -76,6 +77,37 @@ struct CommandLineTests {
         #expect(errorOutput.contains("kafka.group_idd"))
     }
 
+    @Test func checkHasLibrdkafkaValidateEveryPassedThroughPropertyWithoutConnecting() throws {
+        func check(_ kafkaExtra: String) throws -> (Int32, String) {
+            let configFile = try TemporaryFile(contents: """
+            kafka:
+              brokers: 127.0.0.1:9
+            \(kafkaExtra)
+            apps:
+              - {name: chat, bundle_id: com.example.chat, auth: {type: token, key_file: /nonexistent/k.p8, key_id: ABC123DEFG, team_id: TEAM123456}}
+            """)
+            let (status, _, errorOutput) = try BridgeBinary.run(["check", "--config", configFile.path])
+            return (status, errorOutput)
+        }
+        let misspelt = try check("  producer: {linger.msec: 5}")
+        #expect(misspelt.0 == 2)
+        #expect(misspelt.1.contains("kafka.producer.linger.msec"))
+        let badValue = try check("  consumer: {session.timeout.ms: s3cret}")
+        #expect(badValue.0 == 2)
+        #expect(badValue.1.contains("kafka.consumer.session.timeout.ms"))
+        #expect(!badValue.1.contains("s3cret"))
+        let guarantee = try check("  consumer: {enable.auto.commit: \"true\"}")
+        #expect(guarantee.0 == 2)
+        #expect(guarantee.1.contains("kafka.consumer.enable.auto.commit"))
+        let exactlyOnce = try check("  exactly_once: true")
+        #expect(exactlyOnce.0 == 2)
+        #expect(exactlyOnce.1.contains("kafka.exactly_once"))
+        // Valid properties pass librdkafka; the check goes on to the (missing) key file.
+        let valid = try check("  producer: {linger.ms: 5, compression.type: lz4}")
+        #expect(valid.0 == 2)
+        #expect(valid.1.contains("apps.chat.auth"))
+    }
+
     @Test func checkReportsAnUnreadableKeyFileWithoutSecrets() throws {
         let configFile = try TemporaryFile(contents: """
         kafka: {brokers: localhost:9092}
@@ -114,7 +146,12 @@ struct CommandLineTests {
 
 /// The built `apns-bridge` executable next to the test bundle.
 enum BridgeBinary {
+    /// The binary built with these tests: it sits beside the test bundle in the same build
+    /// directory (so the AddressSanitizer run drives the sanitized binary from `.build-asan`).
     static var url: URL {
+        let testBundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let beside = testBundle.deletingLastPathComponent().appendingPathComponent("apns-bridge")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
         // Tests/EndToEndTests/<file> → package root → .build/debug/apns-bridge
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()

@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Kafka
 
 /// Everything the bridge talks to, running on this machine: librdkafka's mock Kafka cluster with
@@ -51,7 +52,8 @@ public final class LocalEnvironment: @unchecked Sendable {
     }
 
     /// A complete bridge configuration (contract §8) for this environment. `extra` is appended
-    /// verbatim at the top level (e.g. `limits:` or `log:` sections).
+    /// verbatim at the top level (e.g. `limits:` or `log:` sections). `http.listen` takes an
+    /// ephemeral port, so that bridges of concurrent runs never compete for 9464.
     public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "") -> String {
         """
         kafka:
@@ -78,6 +80,8 @@ public final class LocalEnvironment: @unchecked Sendable {
             environment: production
             connections: \(connections)
             auth: {type: token, key_file: \(credentials.authKeyFile), key_id: \(credentials.keyID), team_id: \(credentials.teamID)}
+        http:
+          listen: 127.0.0.1:0
         shutdown_timeout: 10s
         \(extra)
         """

@@ -12,10 +12,10 @@ extension BridgePipeline {
     /// `shutdown_timeout`, flushes, commits and returns.
     /// - Returns: 0 after a clean stop, 1 after a fatal error.
     public func run() -> Int32 {
+        lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
+        consuming.store(true, ordering: .relaxed)
+        defer { consuming.store(false, ordering: .relaxed) }
         dispatcher.start()
-        if configuration.kafka.exactlyOnce {
-            logger.warning("kafka.exactly_once is not implemented in this version: results are published at least once")
-        }
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
@@ -24,6 +24,7 @@ extension BridgePipeline {
         // one batch cannot overshoot `limits.max_in_flight` by much.
         var workPerRecord = 1
         while !isStopRequested, fatalReason == nil {
+            lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
             let room = max(0, configuration.limits.maxInFlight - inFlight)
             let messages: [KafkaMessage]
@@ -56,9 +57,15 @@ extension BridgePipeline {
             // Not (or no longer) assigned: leave it for the partition's owner.
             return 0
         }
-        progress.track(message.offset)
+        metrics.recordConsumed(topic: message.topic)
+        guard progress.track(message.offset) else {
+            logger.debug("record skipped: already tracked in this assignment", metadata: [
+                "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
+            ])
+            return 0
+        }
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
-        let startedAt = message.timestampMilliseconds ?? Timestamp.nowMilliseconds()
+        let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
         switch decoder.decode(value: message.value, source: source) {
         case .deadLetter(let deadLetter):
             let context = RequestContext(
@@ -66,6 +73,7 @@ extension BridgePipeline {
                 environment: .production, startedAtMilliseconds: startedAt, partition: progress
             )
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
+            metrics.recordDeadLetter(deadLetter.code)
             publisher.publishDeadLetter(deadLetter, message: message, context: context)
             context.release()
             return 1
@@ -95,6 +103,7 @@ extension BridgePipeline {
     func rebalanced(_ event: KafkaRebalanceEvent) {
         switch event {
         case .assigned(let assigned):
+            joinedGroup.store(true, ordering: .releasing)
             logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
             let consumer = self.consumer
             let logger = self.logger
@@ -214,6 +223,7 @@ extension BridgePipeline {
         while inFlight > 0, Timestamp.monotonicNanoseconds() < deadline, fatalReason == nil {
             // Keep serving the group (and rebalance callbacks) while answers come in; records
             // of newly assigned partitions are left unprocessed and uncommitted.
+            lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             do {
                 _ = try consumer.poll(maxMessages: 1, timeoutMilliseconds: 20)
             } catch {

@@ -1,0 +1,202 @@
+import HTTP2
+import CNGHTTP2
+
+/// The server side of one accepted connection: TLS + an nghttp2 server session.
+///
+/// Thread ownership: created on the accepting loop, then everything runs on `loop`'s thread
+/// (socket, `SSL*` and `nghttp2_session*` belong to it). The connection keeps itself alive while
+/// open through its ``TLSConnection`` registration.
+final class HTTP2ServerConnection: @unchecked Sendable {
+    /// Per-stream request and response state, loop thread only.
+    struct Stream {
+        var method = ""
+        var path = ""
+        var authority = ""
+        var headers: [(name: String, value: String)] = []
+        var body: [UInt8] = []
+        var dispatched = false
+        var responded = false
+        var responseBody: [UInt8] = []
+        var responseOffset = 0
+    }
+
+    /// Request bodies larger than this reset the stream (ENHANCE_YOUR_CALM).
+    static let maxRequestBodyBytes = 1 << 20
+
+    let loop: EventLoop
+    let handler: HTTP2ServerHandler
+    private let observer: HTTP2ServerObserver?
+    private weak var server: HTTP2Server?
+    private var maxConcurrentStreams: Int
+    /// False while the connection announces the server's initial limit (see
+    /// ``HTTP2Server/setInitialMaxConcurrentStreams(_:)``) instead of its maximum.
+    private var limitRaised: Bool
+    private var connection: TLSConnection?
+    var session: OpaquePointer?
+    var streams: [Int32: Stream] = [:]
+    /// Requests handed to the handler so far on this connection.
+    private(set) var requestsReceived = 0
+    /// The last stream a GOAWAY sent by ``goAwayWhenDrained(lastStreamID:)`` lets through.
+    private var goAwayLastStreamID: Int32?
+    /// Whatever the handler keeps with this connection (loop thread only).
+    var handlerState: AnyObject?
+    /// The verified client certificate's subject entries (short name, value), read after the
+    /// handshake; nil when the client presented none.
+    private(set) var clientCertificateSubject: [(name: String, value: String)]?
+
+    /// Takes ownership of the accepted socket `fd` and `ssl`.
+    init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, server: HTTP2Server, handler: HTTP2ServerHandler,
+         observer: HTTP2ServerObserver?, maxConcurrentStreams: Int, initialMaxConcurrentStreams: Int?) {
+        self.loop = loop
+        self.handler = handler
+        self.observer = observer
+        self.server = server
+        self.maxConcurrentStreams = initialMaxConcurrentStreams ?? maxConcurrentStreams
+        self.limitRaised = initialMaxConcurrentStreams == nil
+        self.connection = nil
+        self.connection = TLSConnection(fd: fd, ssl: ssl, loop: loop, owner: self, connecting: false)
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    /// Registers with the loop and starts the handshake. Loop thread.
+    func start() {
+        connection?.start()
+    }
+
+    /// The server's maximum changed: announced at once unless the connection is still held at
+    /// the initial limit. Loop thread.
+    func serverMaximumDidChange(_ value: Int) {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard limitRaised else { return }
+        updateMaxConcurrentStreams(value)
+    }
+
+    /// Raises a connection held at the initial limit to the server's maximum (once). Loop thread.
+    func raiseConcurrentStreamLimit() {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard !limitRaised, let server else { return }
+        limitRaised = true
+        updateMaxConcurrentStreams(server.maxConcurrentStreams)
+    }
+
+    /// Sends GOAWAY (NO_ERROR) naming `lastStreamID` as the last stream processed: streams up to
+    /// it are still answered, later ones are never handed to the handler (nghttp2 closes them as
+    /// refused once the GOAWAY is out), and the connection closes when drained. Loop thread.
+    func goAwayWhenDrained(lastStreamID: Int32) {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard let session, let connection, goAwayLastStreamID == nil else { return }
+        goAwayLastStreamID = lastStreamID
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+        connection.scheduleFlush()
+    }
+
+    /// Closes the socket at once, without GOAWAY: open streams are lost. Loop thread.
+    func drop() {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        connection?.close(reason: "dropped by the server", graceful: false)
+    }
+
+    /// Stops reading and writing; TCP stays open until the server closes. Loop thread.
+    func stopReadingAndWriting() {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        connection?.suspendIO()
+    }
+
+    /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS. Loop thread.
+    private func updateMaxConcurrentStreams(_ value: Int) {
+        maxConcurrentStreams = value
+        guard let session, let connection else { return }
+        do {
+            try HTTP2Session.submitSettings(session, [(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, UInt32(clamping: value))])
+            connection.flush()
+        } catch {
+            connection.close(reason: "\(error)", graceful: false)
+        }
+    }
+
+    /// Sends GOAWAY and closes the connection. Loop thread.
+    func close() {
+        guard let connection else { return }
+        if let session { _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue) }
+        connection.close(reason: "server closed the connection", graceful: true)
+    }
+
+    /// Submits the response of `streamID` if the stream is still open and unanswered. Loop thread.
+    func respond(streamID: Int32, status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        guard let session, let connection, let index = streams.index(forKey: streamID),
+              !streams.values[index].responded else { return }
+        streams.values[index].responded = true
+        streams.values[index].responseBody = body
+        let statusText = String(status)
+        var byteCapacity = HeaderBlock.size(":status") + HeaderBlock.size(statusText)
+        for header in headers { byteCapacity += HeaderBlock.size(header.name) + HeaderBlock.size(header.value) }
+        let result = HeaderBlock.with(fieldCount: 1 + headers.count, byteCapacity: byteCapacity) { block in
+            block.add(":status", statusText)
+            for header in headers { block.add(header.name, header.value) }
+            if body.isEmpty {
+                return nghttp2_submit_response(session, streamID, block.nameValues, block.count, nil)
+            }
+            var provider = nghttp2_data_provider()
+            provider.read_callback = serverReadResponseBody
+            return nghttp2_submit_response(session, streamID, block.nameValues, block.count, &provider)
+        }
+        if result != 0 {
+            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                          NGHTTP2_INTERNAL_ERROR.rawValue)
+        }
+        connection.scheduleFlush()
+    }
+
+    /// A request stream began (its HEADERS arrived). Loop thread.
+    func streamOpened() {
+        observer?.serverConnection(self, didOpenStreamWithOpenCount: streams.count)
+    }
+
+    /// A PING arrived (nghttp2 answers it). Loop thread.
+    func pingReceived() {
+        observer?.serverConnectionDidReceivePing(self)
+    }
+
+    /// Hands a complete request to the handler.
+    func dispatch(streamID: Int32) {
+        guard let index = streams.index(forKey: streamID), !streams.values[index].dispatched else { return }
+        if let goAwayLastStreamID, streamID > goAwayLastStreamID { return }
+        streams.values[index].dispatched = true
+        let stream = streams.values[index]
+        let request = HTTP2ServerRequest(method: stream.method, path: stream.path, authority: stream.authority,
+                                         headers: stream.headers, body: stream.body)
+        streams.values[index].headers = []  // the request now holds the only reference
+        streams.values[index].body = []
+        requestsReceived += 1
+        handler.handle(request, responder: HTTP2Responder(connection: self, streamID: streamID))
+    }
+}
+
+extension HTTP2ServerConnection: TLSConnectionOwner {
+    func tlsConnectionDidCompleteHandshake(_ connection: TLSConnection) {
+        do {
+            let session = try HTTP2Session.makeServer(userData: Unmanaged.passUnretained(self).toOpaque(),
+                                                      maxConcurrentStreams: maxConcurrentStreams)
+            self.session = session
+            connection.session = session
+            if let ssl = connection.sslHandle { clientCertificateSubject = ClientCertificate.subject(of: ssl) }
+            observer?.serverConnectionDidOpen(self)
+        } catch {
+            connection.close(reason: "\(error)", graceful: false)
+        }
+    }
+
+    func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {
+        self.connection = nil
+        if let session {
+            self.session = nil
+            nghttp2_session_del(session)
+        }
+        streams = [:]
+        handlerState = nil
+        server?.connectionDidClose(self)
+    }
+}

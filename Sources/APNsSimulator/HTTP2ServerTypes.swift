@@ -1,0 +1,64 @@
+import HTTP2
+/// A complete request received by an ``HTTP2Server``.
+public struct HTTP2ServerRequest: Sendable {
+    /// `:method`, `:path` and `:authority`.
+    public var method: String, path: String, authority: String
+    /// Regular headers, without pseudo headers.
+    public var headers: [(name: String, value: String)]
+    /// The body (at most ``HTTP2ServerConnection/maxRequestBodyBytes``).
+    public var body: [UInt8]
+
+    /// Creates a request.
+    public init(method: String, path: String, authority: String,
+                headers: [(name: String, value: String)], body: [UInt8]) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of header `name` (lower-case), or nil.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name == name }?.value
+    }
+}
+
+/// Answers the requests of an ``HTTP2Server``.
+public protocol HTTP2ServerHandler: AnyObject, Sendable {
+    /// Called on the connection's loop thread; answer now or later via `responder` on that same loop.
+    func handle(_ request: HTTP2ServerRequest, responder: HTTP2Responder)
+}
+
+/// Answers one request stream. Copyable and safe to keep: answering a stream or connection that
+/// is already gone does nothing, and answering twice sends only the first response.
+public struct HTTP2Responder: Sendable {
+    /// The loop that owns the stream.
+    public var loop: EventLoop { connection.loop }
+    let connection: HTTP2ServerConnection
+    let streamID: Int32
+
+    /// Sends the response (status, headers with lower-case names, body). Meant for the loop
+    /// thread; called elsewhere, it hops to the loop.
+    public func respond(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        if connection.loop.inEventLoop {
+            connection.respond(streamID: streamID, status: status, headers: headers, body: body)
+        } else {
+            let connection = self.connection, streamID = self.streamID
+            connection.loop.execute {
+                connection.respond(streamID: streamID, status: status, headers: headers, body: body)
+            }
+        }
+    }
+}
+
+/// Connection-level events an ``HTTP2ServerHandler`` may also want (counting, fault injection).
+/// A handler that conforms is told on the connection's loop thread.
+protocol HTTP2ServerObserver: AnyObject {
+    /// The TLS handshake finished and the HTTP/2 session exists.
+    func serverConnectionDidOpen(_ connection: HTTP2ServerConnection)
+    /// A request stream began; `openCount` streams are open on the connection now.
+    func serverConnection(_ connection: HTTP2ServerConnection, didOpenStreamWithOpenCount openCount: Int)
+    /// A PING arrived; nghttp2 acknowledges it.
+    func serverConnectionDidReceivePing(_ connection: HTTP2ServerConnection)
+}
