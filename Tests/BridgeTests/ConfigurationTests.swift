@@ -166,8 +166,9 @@ import Testing
         #expect(DurationText.parse("100ms") == .milliseconds(100))
     }
 
-    /// Found by fuzz-configuration: `999999999999h` parses, and the bridge's nanosecond
-    /// arithmetic on it traps. Every duration key refuses more than 24h and names itself.
+    /// Caught by fuzz-configuration's check of accepted durations: `999999999999h` parsed, and
+    /// the bridge's nanosecond arithmetic on it traps. Every duration key refuses more than 24h
+    /// and names itself.
     @Test func durationsAboveOneDayAreRefused() throws {
         let keys = [
             ("apns: {request_timeout: %@}", "apns.request_timeout"),
