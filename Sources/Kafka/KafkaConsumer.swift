@@ -76,6 +76,14 @@ public final class KafkaConsumer: @unchecked Sendable {
         set { client.context.rebalanceHandler.withLock { $0 = newValue } }
     }
 
+    /// Called on the polling thread inside ``poll(maxMessages:timeoutMilliseconds:)`` with
+    /// librdkafka's statistics JSON, every `statistics.interval.ms` (a property; 0, the default,
+    /// turns statistics off). Keep it short.
+    public var statisticsHandler: (@Sendable ([UInt8]) -> Void)? {
+        get { client.context.statisticsHandler.withLock { $0 } }
+        set { client.context.statisticsHandler.withLock { $0 = newValue } }
+    }
+
     /// Returns up to `maxMessages` records: waits up to `timeoutMilliseconds` for the first, then
     /// takes only what is already fetched. Serves rebalances and errors meanwhile; records of
     /// partitions revoked or lost during this call are left out (nothing was stored for them).

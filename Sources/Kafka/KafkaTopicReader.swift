@@ -7,21 +7,35 @@ import Observability
 /// Reads topics and committed offsets outside any consumer group: for tests, the demo and tools.
 public enum KafkaTopicReader {
     /// Reads `topic` from the beginning of every partition until `expectedCount` records were
-    /// read or `timeoutMilliseconds` passed, whichever comes first.
+    /// read or `timeoutMilliseconds` passed, whichever comes first; then, when
+    /// `settleMilliseconds` is given, goes on reading for that long, so that late duplicates
+    /// show up in the count instead of going unseen.
     ///
     /// Uses a standalone consumer (`assign`, no group membership, no commits).
     /// - Parameter isolation: `read_committed` (skip aborted and open transactions) or `read_uncommitted`.
-    /// - Returns: the records read, per partition in offset order (fewer than expected on timeout).
+    /// - Returns: the records read, per partition in offset order (fewer than expected on
+    ///   timeout, more when duplicates or unexpected records arrived).
     /// - Throws: ``KafkaError`` when the topic's metadata cannot be read in time.
     public static func readAll(
         bootstrapServers: String,
         topic: String,
         expectedCount: Int,
         timeoutMilliseconds: Int,
+        settleMilliseconds: Int = 0,
         isolation: String = "read_committed"
     ) throws -> [KafkaMessage] {
-        try read(bootstrapServers: bootstrapServers, topic: topic, timeoutMilliseconds: timeoutMilliseconds,
-                 isolation: isolation) { messages, _ in messages.count >= expectedCount }
+        let start = Timestamp.monotonicNanoseconds()
+        let expectedBy = start + UInt64(max(timeoutMilliseconds, 0)) * 1_000_000
+        var settledBy: UInt64?
+        return try read(
+            bootstrapServers: bootstrapServers, topic: topic,
+            timeoutMilliseconds: max(timeoutMilliseconds, 0) + max(settleMilliseconds, 0), isolation: isolation
+        ) { messages, _ in
+            let now = Timestamp.monotonicNanoseconds()
+            guard messages.count >= expectedCount else { return now >= expectedBy }
+            if settledBy == nil { settledBy = now + UInt64(max(settleMilliseconds, 0)) * 1_000_000 }
+            return now >= settledBy!  // invariant: set on the line above
+        }
     }
 
     /// Reads `topic` from the beginning of every partition up to the end it has when the read
@@ -33,17 +47,19 @@ public enum KafkaTopicReader {
     public static func readToEnd(
         bootstrapServers: String, topic: String, timeoutMilliseconds: Int, isolation: String = "read_committed"
     ) throws -> [KafkaMessage] {
-        var ends: [Int32: Int64]?
+        var ends: [Int32: Int64] = [:]
+        var endsKnown = false
         return try read(bootstrapServers: bootstrapServers, topic: topic, timeoutMilliseconds: timeoutMilliseconds,
                         isolation: isolation) { _, client in
-            if ends == nil {
+            if !endsKnown {
                 ends = try highWatermarks(of: topic, client: client)
+                endsKnown = true
             }
             // The position passes transaction markers and aborted records too.
-            let list = RDKafkaTopicPartitionList(ends!.keys.map { KafkaTopicPartition(topic: topic, partition: $0) })
+            let list = RDKafkaTopicPartitionList(ends.keys.map { KafkaTopicPartition(topic: topic, partition: $0) })
             guard rd_kafka_position(client.pointer, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR else { return false }
             return RDKafkaTopicPartitionList.entries(of: list.pointer).allSatisfy { entry in
-                entry.offset >= ends![entry.partition.partition, default: 0]
+                entry.offset >= ends[entry.partition.partition, default: 0]
             }
         }
     }
@@ -99,7 +115,9 @@ public enum KafkaTopicReader {
 
     /// The offsets `groupID` has committed for partitions `0..<partitions` of `topic`
     /// (`rd_kafka_committed`); partitions without a committed offset are absent.
-    /// - Throws: ``KafkaError`` when the group coordinator does not answer within 10 seconds.
+    /// - Throws: ``KafkaError`` when the group coordinator does not answer within 10 seconds, or
+    ///   when any partition's answer carries an error: "absent" must mean "nothing committed",
+    ///   never "could not be read".
     public static func committedOffsets(
         bootstrapServers: String, groupID: String, topic: String, partitions: Int32
     ) throws -> [Int32: Int64] {
@@ -111,9 +129,13 @@ public enum KafkaTopicReader {
             throw KafkaError(result, context: "read committed offsets of \(groupID)")
         }
         var offsets: [Int32: Int64] = [:]
-        for entry in RDKafkaTopicPartitionList.entries(of: list.pointer)
-        where entry.error == RD_KAFKA_RESP_ERR_NO_ERROR && entry.offset >= 0 {
-            offsets[entry.partition.partition] = entry.offset
+        for entry in RDKafkaTopicPartitionList.entries(of: list.pointer) {
+            guard entry.error == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(entry.error, context: "committed offset of \(groupID) for \(entry.partition)")
+            }
+            if entry.offset >= 0 {
+                offsets[entry.partition.partition] = entry.offset
+            }
         }
         return offsets
     }

@@ -29,7 +29,7 @@ struct ExactlyOnceProcessTests {
         environment.kafka.pushRequestErrors(apiKey: MockKafkaCluster.APIKey.addPartitionsToTransaction, errors: [29])
 
         let bridge = try BridgeBinary.start(
-            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "solo"], errorLog: log)
+            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "solo"], logFile: log)
         defer { if bridge.isRunning { bridge.terminate() } }
         _ = try OutputLedger.read(environment, waitingFor: workload, seconds: 90)
         kill(bridge.processIdentifier, SIGTERM)
@@ -54,7 +54,7 @@ struct ExactlyOnceProcessTests {
             groupID: "eos-rebalance", exactlyOnce: true, extra: "limits: {max_in_flight: 50}"))
 
         let first = try BridgeBinary.start(
-            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "a"], errorLog: logs.file("a.log"))
+            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "a"], logFile: logs.file("a.log"))
         defer { if first.isRunning { first.terminate() } }
         let early = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
@@ -62,7 +62,7 @@ struct ExactlyOnceProcessTests {
         #expect(early.count == 40)
         // The second instance joins while the first is busy; records keep coming meanwhile.
         let second = try BridgeBinary.start(
-            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "b"], errorLog: logs.file("b.log"))
+            ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "b"], logFile: logs.file("b.log"))
         defer { if second.isRunning { second.terminate() } }
         try environment.produceRequests(Array(records[300..<450]))
         #expect(waitFor(timeout: .seconds(60)) { Self.log(logs.file("b.log"), contains: "partitions assigned") })
@@ -146,7 +146,7 @@ struct ExactlyOnceProcessTests {
 
         let bridge = try BridgeBinary.start(
             ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "zombie"],
-            errorLog: logs.file("bridge.log"))
+            logFile: logs.file("bridge.log"))
         defer { if bridge.isRunning { bridge.terminate() } }
         let early = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,

@@ -1,5 +1,6 @@
 import Kafka
 import HTTP2
+import Metrics
 import Observability
 import Synchronization
 
@@ -11,7 +12,8 @@ import Synchronization
 /// serves delivery reports, which complete input offsets and store them for commit (librdkafka
 /// commits stored offsets every `auto.commit.interval.ms`, and once more on close).
 public final class BridgePipeline: Sendable {
-    let configuration: BridgeConfiguration
+    /// The configuration it runs with, passphrases removed (they were needed to load the keys only).
+    public let configuration: BridgeConfiguration
     let logger = Logger(label: "bridge.pipeline")
     let group: EventLoopGroup
     let consumer: KafkaConsumer
@@ -25,8 +27,19 @@ public final class BridgePipeline: Sendable {
     let pausedPartitions = Locked<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
+    let peakInFlightValue = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
+    /// Every series of `/metrics` (contract §10).
+    public let metrics: BridgeMetrics
+    /// Set by the first assignment: the consumer is a member of its group.
+    let joinedGroup = Atomic<Bool>(false)
+    /// Whether `run()` is between its start and its return (for `/healthz`).
+    let consuming = Atomic<Bool>(false)
+    /// Monotonic time of the consumer loop's last iteration (for `/healthz`).
+    let lastConsumerIteration = Atomic<UInt64>(Timestamp.monotonicNanoseconds())
+    /// Lag by partition from the latest librdkafka statistics (consumer thread writes, scrapes read).
+    let consumerLag = Locked<[KafkaTopicPartition: Int64]>([:])
 
     /// Builds every component from the configuration; nothing is fetched until `run()`.
     /// - Throws: `PipelineError` naming what could not be set up (a key file, a TLS context, Kafka).
@@ -36,9 +49,12 @@ public final class BridgePipeline: Sendable {
     ///   about half a second after resuming, so a short wait keeps a busy pipeline fed; pausing
     ///   remains the answer to a stall (APNs or Kafka down).
     public init(configuration: BridgeConfiguration, backpressureGrace: Duration = .seconds(1)) throws(PipelineError) {
-        self.configuration = configuration
+        // Passphrases are used by the dispatcher's credential loading below, and kept by nobody.
+        self.configuration = configuration.removingPassphrases()
         self.backpressureGraceNanoseconds = backpressureGrace.totalNanoseconds
         self.decoder = PushRequestDecoder(configuration: configuration)
+        let metrics = BridgeMetrics(configuration: configuration)
+        self.metrics = metrics
         let pipelineBox = PipelineReference()
         do {
             group = try EventLoopGroup(threads: SystemInfo.onlineProcessorCount, name: "apns-loop")
@@ -63,7 +79,7 @@ public final class BridgePipeline: Sendable {
                 bootstrapServers: configuration.kafka.brokers,
                 groupID: configuration.kafka.groupID,
                 topics: configuration.kafka.topics,
-                properties: configuration.kafka.consumer,
+                properties: Self.consumerProperties(configuration.kafka),
                 logger: Logger(label: "kafka.consumer")
             )
         } catch {
@@ -79,7 +95,8 @@ public final class BridgePipeline: Sendable {
                 onFatal: { reason in pipelineBox.pipeline?.fail(reason) })
             : nil
         do {
-            dispatcher = try NotificationDispatcher(configuration: configuration, group: group, publisher: publisher)
+            dispatcher = try NotificationDispatcher(
+                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics))
         } catch {
             producer.close()
             consumer.close()
@@ -88,6 +105,8 @@ public final class BridgePipeline: Sendable {
         }
         pipelineBox.set(self)
         consumer.rebalanceHandler = { event in pipelineBox.pipeline?.rebalanced(event) }
+        consumer.statisticsHandler = { json in pipelineBox.pipeline?.statisticsArrived(json) }
+        registerStateMetrics()
     }
 
     /// Asks `run()` to stop: it stops fetching, drains in-flight work, commits and returns. Any thread.
@@ -130,9 +149,34 @@ public final class BridgePipeline: Sendable {
         fatalState.withLock { $0 }
     }
 
-    /// Notifications waiting for APNs plus output records waiting for Kafka's acknowledgement.
+    /// Notifications waiting for APNs plus results and dead letters waiting for Kafka's acknowledgement.
     public var inFlightCount: Int {
         inFlight
+    }
+
+    /// Partitions currently assigned to this member.
+    public var assignedPartitionCount: Int {
+        partitions.withLock { $0.count }
+    }
+
+    /// Assigned partitions whose fetching is paused by backpressure.
+    public var pausedPartitionCount: Int {
+        pausedPartitions.withLock { $0.count }
+    }
+
+    /// Notifications handed to APNs and not answered yet.
+    public var notificationsAwaitingAPNs: Int {
+        dispatcher.inFlight
+    }
+
+    /// Results and dead letters handed to the producer and not acknowledged by Kafka yet.
+    public var outputsAwaitingKafka: Int {
+        publisher.pendingCount
+    }
+
+    /// The most in-flight work seen since start: at most `limits.max_in_flight` plus one request.
+    public var peakInFlight: Int {
+        peakInFlightValue.load(ordering: .relaxed)
     }
 
     /// librdkafka's queue bound, from `limits.max_in_flight`: room for every output the work in

@@ -26,11 +26,13 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool.
     private var pending: [PoolKey: [APNsPendingNotification]] = [:]
     private let inFlightCount = Atomic<Int>(0)
+    /// Every pool made so far with its app, for readers on other threads (`/metrics`, `/readyz`).
+    let poolDirectory = Locked<[(app: String, environment: PushEnvironment, client: APNsClient)]>([])
     private let abandoning = Atomic<Bool>(false)
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
     init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink) throws(PipelineError) {
-        self.configuration = configuration
+        self.configuration = configuration.removingPassphrases()
         self.group = group
         self.publisher = publisher
         var credentials: [String: AppCredentials] = [:]
@@ -57,11 +59,14 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         abandoning.store(true, ordering: .releasing)
     }
 
-    /// Closes every pool; what is still queued or in flight finishes without an answer.
+    /// Closes every pool; what is still queued or in flight finishes without an answer. The pools
+    /// are released: their connections hold this dispatcher as their delegate, so keeping them
+    /// would make a cycle that outlives the pipeline.
     func shutdown() {
         for pool in pools.values {
             pool.shutdown()
         }
+        pools.removeAll()
     }
 
     private func pool(app: String, environment: PushEnvironment) -> APNsClient? {
@@ -85,6 +90,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             delegate: self
         )
         pools[key] = pool
+        poolDirectory.withLock { $0.append((app: app, environment: environment, client: pool)) }
         pool.start()
         return pool
     }
