@@ -24,8 +24,10 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     static let maxRequestBodyBytes = 1 << 20
 
     let loop: EventLoop
-    let handler: HTTP2ServerHandler
-    private let observer: HTTP2ServerObserver?
+    /// Released when the connection closes: a handler that keeps responders (which hold the
+    /// connection) would otherwise form a cycle with it.
+    private var handler: HTTP2ServerHandler?
+    private var observer: HTTP2ServerObserver?
     private weak var server: HTTP2Server?
     private var maxConcurrentStreams: Int
     /// False while the connection announces the server's initial limit (see
@@ -171,7 +173,7 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         streams.values[index].headers = []  // the request now holds the only reference
         streams.values[index].body = []
         requestsReceived += 1
-        handler.handle(request, responder: HTTP2Responder(connection: self, streamID: streamID))
+        handler?.handle(request, responder: HTTP2Responder(connection: self, streamID: streamID))
     }
 }
 
@@ -197,6 +199,8 @@ extension HTTP2ServerConnection: TLSConnectionOwner {
         }
         streams = [:]
         handlerState = nil
+        handler = nil
+        observer = nil
         server?.connectionDidClose(self)
     }
 }

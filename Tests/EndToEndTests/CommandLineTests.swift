@@ -16,7 +16,7 @@ struct CommandLineTests {
         let configFile = try TemporaryFile(contents: environment.configurationYAML(groupID: "e2e-binary"))
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
@@ -49,7 +49,7 @@ struct CommandLineTests {
         environment.simulator.close()  // APNs unreachable: the drain would wait the whole 60 s
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
         sleep(6)  // joins the group and takes the three requests
         #expect(process.isRunning)
         kill(process.processIdentifier, SIGTERM)
@@ -142,7 +142,15 @@ enum BridgeBinary {
         while process.isRunning, Date() < deadline {
             usleep(20_000)
         }
-        return process.isRunning ? nil : process.terminationStatus
+        guard !process.isRunning else { return nil }
+        process.waitUntilExit()   // returns at once; lets Foundation release the process (it keeps itself until then)
+        return process.terminationStatus
+    }
+
+    /// Terminates `process` if it still runs and reaps it.
+    static func stop(_ process: Process) {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
     }
 
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {

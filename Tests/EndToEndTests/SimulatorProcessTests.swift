@@ -9,7 +9,7 @@ struct SimulatorProcessTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let gone = String(repeating: "cd", count: 32)
         let (simulator, port) = try Self.startSimulator(directory: directory, ["--unregistered", "\(gone):1700000000999"])
-        defer { if simulator.isRunning { simulator.terminate() } }
+        defer { BridgeBinary.stop(simulator) }
         let configFile = try Self.sendConfiguration(port: port, directory: directory)
 
         let delivered = try BridgeBinary.run([
@@ -39,7 +39,7 @@ struct SimulatorProcessTests {
             "--stall", "0", "--half-open-after", "1000", "--jwt-max-age", "30m", "--initial-streams", "1",
             "--token-update-interval", "20m",
         ])
-        defer { if simulator.isRunning { simulator.terminate() } }
+        defer { BridgeBinary.stop(simulator) }
         let configFile = try Self.sendConfiguration(port: port, directory: directory)
         let delivered = try BridgeBinary.run([
             "send", "--config", configFile.path, "--token", String(repeating: "12", count: 32),
@@ -74,7 +74,7 @@ struct SimulatorProcessTests {
         simulator.standardError = FileHandle.nullDevice
         try simulator.run()
         guard let port = try readListeningPort(from: output.fileHandleForReading) else {
-            simulator.terminate()
+            BridgeBinary.stop(simulator)
             throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "the simulator named no port"])
         }
         return (simulator, port)
