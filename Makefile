@@ -11,7 +11,7 @@ TSAN_BUILD = .build-tsan
 SANITIZER_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/lsan.supp:print_suppressions=0 \
 	TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/tsan.supp:halt_on_error=0
 
-.PHONY: setup build release test asan tsan run bench clean
+.PHONY: setup build release test asan tsan lint run bench fuzz fuzz-build fuzz-ci clean
 
 setup:
 	@scripts/setup
@@ -27,10 +27,11 @@ release: setup
 ## check. One test at a time: many tests run servers, event loops and Kafka clients of their own,
 ## and on a 2-core machine parallel tests starve each other's threads.
 ## Measured on the 2-core development machine, from a clean checkout: TEST_DURATION_PLACEHOLDER
-test: setup
+test: setup lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
 	$(MAKE) asan
+	$(MAKE) fuzz-ci
 
 ## The suite under AddressSanitizer and LeakSanitizer (its own build directory).
 asan: setup
@@ -47,6 +48,11 @@ tsan: setup
 	LD_PRELOAD=$(CURDIR)/$(TSAN_BUILD)/libc11threads-for-tsan.so $(SANITIZER_ENV) \
 		$(SWIFT) test --skip-build --sanitize thread --build-path $(TSAN_BUILD) --no-parallel
 
+## Static checks of the compose stack, every YAML file and every shell script (scripts/lint):
+## docker-compose config -q (also with the production override), yamllint, shellcheck.
+lint: setup
+	@scripts/lint
+
 ## Runs the demo: mock Kafka cluster + APNs simulator + the pipeline, all on loopback.
 run: setup
 	$(SWIFT) build
@@ -56,5 +62,25 @@ run: setup
 bench: release
 	$(BIN_RELEASE) bench
 
+## Fuzzing (docs/FUZZING.md): libFuzzer targets built with -sanitize=fuzzer,address in their own
+## build directory (the manifest declares them only when APNS_BRIDGE_FUZZ is set). Each runs
+## FUZZ_SECONDS from its seed corpus in fuzz/corpus/<name>; what it learns goes to
+## .build-fuzz/corpus/<name>, crashes to .build-fuzz/crashes/<name>.
+FUZZ_TARGETS = json push-request configuration http2-response
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD = APNS_BRIDGE_FUZZ=1 $(SWIFT) build --build-path .build-fuzz \
+	-Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld
+
+fuzz-build: setup
+	@for target in $(FUZZ_TARGETS); do $(FUZZ_BUILD) --product fuzz-$$target || exit 1; done
+
+fuzz: fuzz-build
+	@scripts/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+## The short pass CI runs as part of `make test`: 20 s per target after a build of about a minute
+## from scratch (about 3 minutes in all on the 2-core development machine).
+fuzz-ci:
+	$(MAKE) fuzz FUZZ_SECONDS=20
+
 clean:
-	rm -rf .build $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf .build .build-fuzz $(ASAN_BUILD) $(TSAN_BUILD)

@@ -102,6 +102,12 @@ public final class EventLoop: @unchecked Sendable {
         threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
+    /// Traps when called off this loop's thread: the check every loop-only method starts with.
+    @inline(__always)
+    public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(inEventLoop, "must run on event loop \(name)", file: file, line: line)  // invariant: thread confinement
+    }
+
     /// Runs `task` on the loop thread, after the tasks submitted before it (FIFO). Any thread.
     ///
     /// The loop is woken only when the queue goes from empty to non-empty. Tasks submitted after

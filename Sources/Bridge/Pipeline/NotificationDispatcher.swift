@@ -26,11 +26,13 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool.
     private var pending: [PoolKey: [APNsPendingNotification]] = [:]
     private let inFlightCount = Atomic<Int>(0)
+    /// Every pool made so far with its app, for readers on other threads (`/metrics`, `/readyz`).
+    let poolDirectory = Locked<[(app: String, environment: PushEnvironment, client: APNsClient)]>([])
     private let abandoning = Atomic<Bool>(false)
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
     init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink) throws(PipelineError) {
-        self.configuration = configuration
+        self.configuration = configuration.removingPassphrases()
         self.group = group
         self.publisher = publisher
         var credentials: [String: AppCredentials] = [:]
@@ -88,6 +90,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             delegate: self
         )
         pools[key] = pool
+        poolDirectory.withLock { $0.append((app: app, environment: environment, client: pool)) }
         pool.start()
         return pool
     }
@@ -159,7 +162,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
                               context: RequestContext, now: Int64) {
         let result = PushResult(
             requestID: context.requestID, app: context.app, token: token, outcome: outcome, reason: reason, attempts: 0,
-            latencyMilliseconds: Double(now - context.startedAtMilliseconds), source: context.source,
+            latencyMilliseconds: RecordTimestamp.latencyMilliseconds(from: context.startedAtMilliseconds, nowMicroseconds: now * 1000),
+            source: context.source,
             completedAtMilliseconds: now
         )
         publisher.publishResult(result, context: context)
