@@ -17,7 +17,7 @@ struct CommandLineTests {
         let configFile = try TemporaryFile(contents: environment.configurationYAML(groupID: "e2e-binary"))
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
@@ -52,7 +52,7 @@ struct CommandLineTests {
         defer { log.remove() }
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
         // It joins the group and takes the three requests.
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == 3 })
         #expect(process.isRunning)
@@ -185,7 +185,14 @@ enum BridgeBinary {
         guard waitFor(timeout: .milliseconds(Int64(seconds * 1000)), every: .milliseconds(20), { !process.isRunning }) else {
             return nil
         }
+        process.waitUntilExit()   // returns at once; lets Foundation release the process (it keeps itself until then)
         return process.terminationStatus
+    }
+
+    /// Terminates `process` if it still runs and reaps it.
+    static func stop(_ process: Process) {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
     }
 
     /// Lines of the log at `path` that contain `text`.

@@ -91,7 +91,7 @@ struct PoisonRecordTests {
         let yaml = environment.configurationYAML(groupID: "e2e-poison", producer: ["message.max.bytes": "600000"])
         let configFile = try TemporaryFile(contents: yaml)
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
 
         let expectedResults = records.reduce(0) { sum, record in
             if case .results(let count, _) = record.expected { return sum + count }
