@@ -56,6 +56,8 @@ struct PoisonRecordTests {
             Record(value: request(9, extra: #","expiration":1e400"#), expected: .deadLetter(code: "invalid_request")),
             Record(value: request(10, extra: #","priority":100000000000000000000000000000"#), expected: .deadLetter(code: "invalid_request")),
             Record(value: request(11, extra: #","expiration":-1"#), expected: .deadLetter(code: "invalid_request")),
+            // The largest expiration the contract allows: a valid request, whatever deadline math follows.
+            Record(value: request(12, extra: #","expiration":9223372036854775807"#), expected: .results(count: 1, latencyIsNull: false)),
             Record(value: [0x7B, 0xFF, 0xFE, 0x22, 0x7D], expected: .deadLetter(code: "invalid_json")),
             Record(value: Array(#"{"x":""#.utf8) + [UInt8](repeating: 0x01, count: 200_000) + Array(#""}"#.utf8),
                    expected: .deadLetter(code: "invalid_json", truncated: true)),
