@@ -56,7 +56,8 @@ struct KafkaProducerTests {
 
         cluster.setBrokerDown(1)
         try KafkaTestSupport.produce(producer, topic: "outage", count: 50, first: 1)
-        #expect(producer.inFlightCount == 50)
+        // rd_kafka_outq_len also counts protocol requests waiting for the broker (metadata).
+        #expect(producer.inFlightCount >= 50)
         #expect(recorder.all.count == 1)  // nothing reported while the broker is down
         cluster.setBrokerUp(1)
 

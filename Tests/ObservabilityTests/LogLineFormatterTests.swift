@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Observability
 import Testing
 
@@ -82,5 +85,33 @@ import Testing
         #expect(admit(&filter, keys[0], at: now) && admit(&filter, keys[1], at: now))
         #expect(!admit(&filter, keys[1], at: now))
         #expect(admit(&filter, keys[2], at: now) && admit(&filter, keys[2], at: now))
+    }
+}
+
+/// The logging system end to end: repeated errors are written once, then counted.
+@Suite(.serialized) struct LoggingSystemRepetitionTests {
+    @Test func aBurstOfIdenticalErrorsIsWrittenOnceAndReportedWithItsCount() throws {
+        var descriptors: [Int32] = [0, 0]
+        #expect(pipe(&descriptors) == 0)
+        defer { close(descriptors[0]) }
+        LoggingSystem.bootstrap(level: .info, format: .text, descriptor: descriptors[1], repetitionInterval: .seconds(60))
+        let logger = Logger(label: "repetition-test")
+        for index in 0..<533 {
+            logger.error("cannot connect to broker", metadata: ["attempt": "\(index)"])
+        }
+        logger.warning("something else")
+        LoggingSystem.flush()
+        LoggingSystem.bootstrap(level: .info, format: .text)  // back to standard error
+        close(descriptors[1])
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while case let count = read(descriptors[0], &buffer, buffer.count), count > 0 {
+            bytes += buffer[0..<count]
+        }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { $0.contains("[repetition-test]") }
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.first?.hasSuffix("ERROR [repetition-test] cannot connect to broker attempt=0") == true)
+        #expect(lines.contains { $0.hasSuffix("WARNING [repetition-test] something else") })
+        #expect(lines.last?.hasSuffix("ERROR [repetition-test] cannot connect to broker (repeated 532 times)") == true)
     }
 }

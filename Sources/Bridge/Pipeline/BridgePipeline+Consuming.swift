@@ -73,13 +73,13 @@ extension BridgePipeline {
             // Not (or no longer) assigned: leave it for the partition's owner.
             return 0
         }
-        metrics.recordConsumed(topic: message.topic)
         guard progress.track(message.offset) else {
             logger.debug("record skipped: revoked, or already tracked in this assignment", metadata: [
                 "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
             ])
             return 0
         }
+        metrics.recordConsumed(topic: message.topic)
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
         let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
         switch decoder.decode(value: message.value, source: source) {
