@@ -21,7 +21,7 @@ struct CommandLineTests {
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
-            expectedCount: workload.expectedResults, timeoutMilliseconds: 60_000
+            expectedCount: workload.expectedResults, timeoutMilliseconds: 60_000, settleMilliseconds: 500
         )
         #expect(results.count == workload.expectedResults)
         // Offsets are committed on the auto-commit cadence and again at shutdown.
