@@ -21,7 +21,7 @@ extension BridgePipeline {
             "kafka.group_id": configuration.kafka.groupID,
         ])
         // Records polled and not yet admitted, with the assignment they were fetched under.
-        var waiting = AdmissionQueue()
+        var waiting = AdmissionQueue(largestWork: configuration.limits.maxTokensPerRequest)
         while !isStopRequested, fatalReason == nil {
             lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
