@@ -185,6 +185,12 @@ enum BridgeBinary {
         return process.terminationStatus
     }
 
+    /// The last lines of the log at `path`, for a failure message.
+    static func tail(of path: String, lines: Int = 15) -> String {
+        let contents = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return contents.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+
     /// Lines of the log at `path` that contain `text`.
     static func count(_ text: String, in path: String) -> Int {
         guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }

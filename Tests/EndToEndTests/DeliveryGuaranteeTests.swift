@@ -48,7 +48,7 @@ struct DeliveryGuaranteeTests {
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("first.log")) == count })
         #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
         kill(first.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(first, seconds: 30) == 0)
+        #expect(BridgeBinary.wait(first, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("first.log")))")
         #expect(try environment.committedRequestCount(groupID: "e2e-restart") == 0)
         let nothing = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 0,
@@ -67,7 +67,7 @@ struct DeliveryGuaranteeTests {
             (try? environment.committedRequestCount(groupID: "e2e-restart")) == Int64(count)
         })
         kill(second.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(second, seconds: 30) == 0)
+        #expect(BridgeBinary.wait(second, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("second.log")))")
     }
 
     @Test func aRefusedOutputStopsTheCommitBeforeItsRecordWhileLaterOutputsAreAccepted() throws {
@@ -190,7 +190,7 @@ struct DeliveryGuaranteeTests {
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == count })
         #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
         kill(process.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("bridge.log")))")
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,

@@ -92,7 +92,9 @@ struct PoisonRecordTests {
         // A producer limit below the largest dead letters: they must be cut to fit, not refused.
         let yaml = environment.configurationYAML(groupID: "e2e-poison", producer: ["message.max.bytes": "600000"])
         let configFile = try TemporaryFile(contents: yaml)
-        let process = try BridgeBinary.start(["run", "--config", configFile.path])
+        let log = try ScratchDirectory()
+        defer { log.remove() }
+        let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
         defer { if process.isRunning { process.terminate() } }
 
         let expectedResults = records.reduce(0) { sum, record in
@@ -148,7 +150,7 @@ struct PoisonRecordTests {
         })
         #expect(process.isRunning)
         kill(process.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("bridge.log")))")
     }
 
     static func object(_ message: KafkaMessage) throws -> [String: Any] {
