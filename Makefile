@@ -11,7 +11,7 @@ TSAN_BUILD = .build-tsan
 SANITIZER_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/lsan.supp:print_suppressions=0 \
 	TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/tsan.supp:halt_on_error=0
 
-.PHONY: setup build release test asan tsan lint run bench fuzz fuzz-build fuzz-ci clean
+.PHONY: setup build release test asan tsan lint run bench bench-memory fuzz fuzz-build fuzz-ci clean
 
 setup:
 	@scripts/setup
@@ -64,6 +64,12 @@ run: setup
 ## Runs the benchmark (release build) against the simulator, with h2load as the reference ceiling.
 bench: release
 	$(BIN_RELEASE) bench
+
+## Resident memory of a real `apns-bridge run` process (docs/BENCHMARKS.md): 1,000,000
+## notifications in requests of 5,000 tokens plus 50,000 single-token requests wait while APNs
+## is unreachable, then the bridge catches up; exit 1 if its peak RSS passes 256 MB. (~1.5 min)
+bench-memory: release
+	$(BIN_RELEASE) bench --memory
 
 ## Fuzzing (docs/FUZZING.md): libFuzzer targets built with -sanitize=fuzzer,address in their own
 ## build directory (the manifest declares them only when APNS_BRIDGE_FUZZ is set). Each runs

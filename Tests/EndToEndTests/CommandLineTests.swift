@@ -21,7 +21,7 @@ struct CommandLineTests {
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
-            expectedCount: workload.expectedResults, timeoutMilliseconds: 60_000
+            expectedCount: workload.expectedResults, timeoutMilliseconds: 60_000, settleMilliseconds: 500
         )
         #expect(results.count == workload.expectedResults)
         // Offsets are committed on the auto-commit cadence and again at shutdown.
@@ -193,6 +193,12 @@ enum BridgeBinary {
     static func stop(_ process: Process) {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+    }
+
+    /// The last lines of the log at `path`, for a failure message.
+    static func tail(of path: String, lines: Int = 15) -> String {
+        let contents = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return contents.split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
     /// Lines of the log at `path` that contain `text`.
