@@ -101,6 +101,13 @@ public final class EventLoop: @unchecked Sendable {
         threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
+    /// Stops the process when called off the loop thread: the first line of every loop-only
+    /// method, so a thread-confinement mistake fails loudly instead of racing silently.
+    @inline(__always)
+    public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(inEventLoop, "called off the event loop thread of \(name)", file: file, line: line)
+    }
+
     /// Runs `task` on the loop thread, after the tasks submitted before it (FIFO). Any thread.
     ///
     /// The loop is woken only when the queue goes from empty to non-empty. Tasks submitted after
