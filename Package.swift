@@ -4,7 +4,7 @@ import PackageDescription
 /// apns-bridge: Kafka → APNs over HTTP/2 → Kafka results.
 ///
 /// C libraries come from Debian (`scripts/setup` installs them) and enter Swift only through the
-/// four `systemLibrary` targets below. Only `Kafka`, `HTTP2`, `APNs` and `YAML` import them;
+/// four `systemLibrary` targets below. Only `Kafka`, `HTTP2`, `APNs`, `APNsSimulator` and `YAML` import them;
 /// `JSON` (the strict request and answer parser) and `Bridge` are plain Swift.
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -26,15 +26,22 @@ let package = Package(
         .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "Observability"], swiftSettings: strictSettings),
         .target(name: "JSON", swiftSettings: strictSettings),
         .target(name: "APNs", dependencies: ["HTTP2", "COpenSSL", "JSON", "Observability"], swiftSettings: strictSettings),
+        // The APNs double (tests, demo, bench, `apns-bridge simulator`): HTTP/2 server, Apple's rules,
+        // fault injection, throw-away credentials. Kept out of the client modules.
+        .target(
+            name: "APNsSimulator",
+            dependencies: ["APNs", "HTTP2", "CNGHTTP2", "COpenSSL", "JSON", "Observability"],
+            swiftSettings: strictSettings
+        ),
         .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: strictSettings),
         .target(
             name: "Bridge",
-            dependencies: ["Kafka", "HTTP2", "APNs", "JSON", "YAML", "Observability"],
+            dependencies: ["Kafka", "HTTP2", "APNs", "APNsSimulator", "JSON", "YAML", "Observability"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "apns-bridge",
-            dependencies: ["Bridge", "APNs", "Kafka", "HTTP2", "Observability"],
+            dependencies: ["Bridge", "APNs", "APNsSimulator", "Kafka", "HTTP2", "Observability"],
             swiftSettings: strictSettings
         ),
 
@@ -44,12 +51,17 @@ let package = Package(
         .testTarget(name: "ObservabilityTests", dependencies: ["TestSupport", "Observability"], swiftSettings: strictSettings),
         .testTarget(name: "KafkaTests", dependencies: ["TestSupport", "Kafka"], swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["TestSupport", "JSON"], swiftSettings: strictSettings),
-        .testTarget(name: "HTTP2Tests", dependencies: ["TestSupport", "HTTP2", "APNs"], swiftSettings: strictSettings),
-        .testTarget(name: "APNsTests", dependencies: ["TestSupport", "APNs", "HTTP2", "JSON"], swiftSettings: strictSettings),
-        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs"], swiftSettings: strictSettings),
+        .testTarget(name: "HTTP2Tests", dependencies: ["TestSupport", "HTTP2", "APNsSimulator"], swiftSettings: strictSettings),
+        .testTarget(name: "APNsTests", dependencies: ["TestSupport", "APNs", "APNsSimulator", "HTTP2", "JSON"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "APNsSimulatorTests",
+            dependencies: ["TestSupport", "APNsSimulator", "APNs", "HTTP2", "JSON", "Observability"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs", "APNsSimulator"], swiftSettings: strictSettings),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TestSupport", "Bridge", "Kafka", "APNs", "HTTP2", "JSON", "Observability"],
+            dependencies: ["TestSupport", "Bridge", "Kafka", "APNs", "APNsSimulator", "HTTP2", "JSON", "Observability"],
             swiftSettings: strictSettings
         ),
     ],

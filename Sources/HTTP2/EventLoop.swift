@@ -252,10 +252,11 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 /// Which readiness events a registered file descriptor is interested in.
-struct IOInterest: OptionSet, Sendable {
-    let rawValue: UInt8
-    static let readable = IOInterest(rawValue: 1)
-    static let writable = IOInterest(rawValue: 2)
+package struct IOInterest: OptionSet, Sendable {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
+    package static let readable = IOInterest(rawValue: 1)
+    package static let writable = IOInterest(rawValue: 2)
 
     var epollEvents: UInt32 {
         var events: UInt32 = 0
@@ -269,7 +270,7 @@ struct IOInterest: OptionSet, Sendable {
 ///
 /// Errors and hang-ups are reported as both readable and writable; the handler finds out what
 /// happened from the next read or write.
-protocol EventLoopIOHandler: AnyObject {
+package protocol EventLoopIOHandler: AnyObject {
     /// The descriptor is readable (or failed / hung up).
     func eventLoopReadable()
     /// The descriptor is writable (or failed / hung up).
@@ -277,7 +278,7 @@ protocol EventLoopIOHandler: AnyObject {
 }
 
 /// An object that wants to run once at the end of the current loop iteration (output coalescing).
-protocol EventLoopFlushable: AnyObject {
+package protocol EventLoopFlushable: AnyObject {
     /// Runs on the loop thread after the iteration's events, timers and tasks.
     func flushAtEndOfIteration()
 }
@@ -288,7 +289,7 @@ extension EventLoop {
     /// The loop keeps `handler` alive until `unregister`. A stale event for a closed and reused
     /// descriptor number is ignored thanks to a generation number in the epoll token.
     /// - Throws: ``HTTP2Error`` if `epoll_ctl` fails.
-    func register(fd: Int32, interest: IOInterest, handler: EventLoopIOHandler) throws {
+    package func register(fd: Int32, interest: IOInterest, handler: EventLoopIOHandler) throws {
         let generation = nextGeneration
         nextGeneration = nextGeneration == UInt32.max - 1 ? 1 : nextGeneration + 1
         var event = epoll_event()
@@ -312,7 +313,7 @@ extension EventLoop {
     }
 
     /// Stops watching `fd` and releases its handler. Call before closing the descriptor.
-    func unregister(fd: Int32) {
+    package func unregister(fd: Int32) {
         guard registrations.removeValue(forKey: fd) != nil else { return }
         var event = epoll_event()
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)

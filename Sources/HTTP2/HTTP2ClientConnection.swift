@@ -314,7 +314,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 }
 
 extension HTTP2ClientConnection: TLSConnectionOwner {
-    func tlsConnectionDidCompleteHandshake(_ connection: TLSConnection) {
+    package func tlsConnectionDidCompleteHandshake(_ connection: TLSConnection) {
         do {
             let session = try HTTP2Session.makeClient(userData: Unmanaged.passUnretained(self).toOpaque())
             self.session = session
@@ -325,7 +325,7 @@ extension HTTP2ClientConnection: TLSConnectionOwner {
         }
     }
 
-    func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {
+    package func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {
         guard connection === self.connection else { return }
         self.connection = nil
         if state == .connecting && reason.hasPrefix(TLSConnection.connectFailedPrefix) && nextAddressIndex < addresses.count {

@@ -39,20 +39,20 @@ public struct HTTP2Error: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(code.rawValue): \(message)" }
 
     /// An error for a failed system call, with `errno`'s text.
-    static func system(_ call: String, errno number: Int32 = errno) -> HTTP2Error {
+    package static func system(_ call: String, errno number: Int32 = errno) -> HTTP2Error {
         HTTP2Error(.system, "\(call) failed: \(String(cString: strerror(number)))")
     }
 
     /// An error carrying the text of OpenSSL's error queue (which it drains).
-    static func openSSL(_ code: Code, _ what: String) -> HTTP2Error {
+    package static func openSSL(_ code: Code, _ what: String) -> HTTP2Error {
         HTTP2Error(code, "\(what): \(OpenSSLErrors.drain())")
     }
 }
 
 /// Reading OpenSSL's thread-local error queue.
-enum OpenSSLErrors {
+package enum OpenSSLErrors {
     /// Returns the queued OpenSSL errors as one line and clears the queue.
-    static func drain() -> String {
+    package static func drain() -> String {
         var parts: [String] = []
         while true {
             let code = ERR_get_error()

@@ -1,11 +1,11 @@
 import CNGHTTP2
 
-/// Creating nghttp2 sessions (mem API: no send/recv callbacks) with the client's or the
-/// server's callbacks. `userData` is the owning connection, passed unretained: the owner deletes
+/// Creating nghttp2 sessions (mem API: no send/recv callbacks) with the client's callbacks here,
+/// or the server's (in the APNsSimulator module, through the `package` API). `userData` is the owning connection, passed unretained: the owner deletes
 /// the session before it goes away.
-enum HTTP2Session {
+package enum HTTP2Session {
     /// The receive window of the whole connection (streams keep nghttp2's 64 KiB default).
-    static let connectionWindowSize: Int32 = 16 << 20
+    package static let connectionWindowSize: Int32 = 16 << 20
 
     /// A client session with push disabled; the SETTINGS are queued.
     static func makeClient(userData: UnsafeMutableRawPointer) throws -> OpaquePointer {
@@ -21,21 +21,8 @@ enum HTTP2Session {
         return session
     }
 
-    /// A server session announcing `maxConcurrentStreams`; the SETTINGS are queued.
-    static func makeServer(userData: UnsafeMutableRawPointer, maxConcurrentStreams: Int) throws -> OpaquePointer {
-        let session = try make(userData: userData, server: true) { callbacks in
-            nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, serverOnBeginHeaders)
-            nghttp2_session_callbacks_set_on_header_callback(callbacks, serverOnHeader)
-            nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, serverOnDataChunk)
-            nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, serverOnFrame)
-            nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, serverOnStreamClose)
-        }
-        try submitSettings(session, [(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, UInt32(clamping: maxConcurrentStreams))])
-        return session
-    }
-
     /// Queues a SETTINGS frame.
-    static func submitSettings(_ session: OpaquePointer, _ values: [(nghttp2_settings_id, UInt32)]) throws {
+    package static func submitSettings(_ session: OpaquePointer, _ values: [(nghttp2_settings_id, UInt32)]) throws {
         var entries = values.map { nghttp2_settings_entry(settings_id: Int32($0.0.rawValue), value: $0.1) }
         let result = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         guard result == 0 else {
@@ -45,7 +32,7 @@ enum HTTP2Session {
 
     /// Copies the next chunk of `body` (from `offset`) for an nghttp2 data source and sets
     /// `NGHTTP2_DATA_FLAG_EOF` at the end. Returns the bytes copied.
-    static func copyBodyChunk(_ body: [UInt8], from offset: Int, into buffer: UnsafeMutablePointer<UInt8>,
+    package static func copyBodyChunk(_ body: [UInt8], from offset: Int, into buffer: UnsafeMutablePointer<UInt8>,
                               length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
         body.withUnsafeBufferPointer { bytes -> Int in
             let count = max(0, min(length, bytes.count - offset))
@@ -55,7 +42,7 @@ enum HTTP2Session {
         }
     }
 
-    private static func make(userData: UnsafeMutableRawPointer, server: Bool,
+    package static func make(userData: UnsafeMutableRawPointer, server: Bool,
                              _ configure: (OpaquePointer) -> Void) throws -> OpaquePointer {
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {

@@ -2,15 +2,15 @@ import CNGHTTP2
 
 /// Builds an `nghttp2_nv` array for one header block in stack-allocated scratch memory: no heap
 /// allocation per request (nghttp2 copies names and values during the submit call).
-struct HeaderBlock {
+package struct HeaderBlock {
     private let bytes: UnsafeMutableBufferPointer<UInt8>
     private let fields: UnsafeMutableBufferPointer<nghttp2_nv>
     private var byteCount = 0
-    private(set) var count = 0
+    package private(set) var count = 0
 
     /// Runs `body` with a builder holding up to `fieldCount` fields and `byteCapacity` bytes of
     /// names and values.
-    static func with<Result>(fieldCount: Int, byteCapacity: Int, _ body: (inout HeaderBlock) -> Result) -> Result {
+    package static func with<Result>(fieldCount: Int, byteCapacity: Int, _ body: (inout HeaderBlock) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(byteCapacity, 1)) { bytes in
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(fieldCount, 1)) { fields in
                 var block = HeaderBlock(bytes: bytes, fields: fields)
@@ -21,17 +21,17 @@ struct HeaderBlock {
 
     /// The bytes a string needs in the block.
     @inline(__always)
-    static func size(_ text: String) -> Int { text.utf8.count }
+    package static func size(_ text: String) -> Int { text.utf8.count }
 
     /// The bytes a static string (a pseudo-header name or fixed value) needs in the block.
     @inline(__always)
-    static func size(_ text: StaticString) -> Int { text.utf8CodeUnitCount }
+    package static func size(_ text: StaticString) -> Int { text.utf8CodeUnitCount }
 
     /// Bytes still free in the block.
     var remainingCapacity: Int { bytes.count - byteCount }
 
     /// Appends a field with a static name (e.g. a pseudo header).
-    mutating func add(_ name: StaticString, _ value: String) {
+    package mutating func add(_ name: StaticString, _ value: String) {
         let nameStart = byteCount
         let nameBuffer = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         append(nameBuffer)
@@ -39,14 +39,14 @@ struct HeaderBlock {
     }
 
     /// Appends a field.
-    mutating func add(_ name: String, _ value: String) {
+    package mutating func add(_ name: String, _ value: String) {
         let nameStart = byteCount
         appendString(name)
         appendField(nameStart: nameStart, nameLength: byteCount - nameStart, value: value)
     }
 
     /// The fields, valid inside the `with` closure.
-    var nameValues: UnsafeMutablePointer<nghttp2_nv> {
+    package var nameValues: UnsafeMutablePointer<nghttp2_nv> {
         // invariant: temporary allocations of capacity >= 1 always have a base address.
         fields.baseAddress!
     }

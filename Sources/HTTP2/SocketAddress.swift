@@ -4,14 +4,14 @@ import Glibc
 import CNGHTTP2
 
 /// A resolved socket address plus the socket helpers used by clients and servers.
-struct SocketAddress: Sendable {
+package struct SocketAddress: Sendable {
     var storage: sockaddr_storage
     var length: socklen_t
 
     var family: Int32 { Int32(storage.ss_family) }
 
     /// Whether `host` is an IPv4 or IPv6 literal (then it is verified as an IP SAN, without SNI).
-    static func isIPLiteral(_ host: String) -> Bool {
+    package static func isIPLiteral(_ host: String) -> Bool {
         var buffer = in6_addr()
         return inet_pton(AF_INET, host, &buffer) == 1 || inet_pton(AF_INET6, host, &buffer) == 1
     }
@@ -20,7 +20,7 @@ struct SocketAddress: Sendable {
     /// for names).
     /// - Parameter passive: resolve for `bind` (a nil-like wildcard host is allowed).
     /// - Throws: ``HTTP2Error`` with code `.resolution`.
-    static func resolve(host: String, port: Int, passive: Bool = false) throws -> [SocketAddress] {
+    package static func resolve(host: String, port: Int, passive: Bool = false) throws -> [SocketAddress] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -83,7 +83,7 @@ struct SocketAddress: Sendable {
     }
 
     /// Binds a listening socket (SO_REUSEADDR) with the given backlog.
-    func listen(backlog: Int32) throws -> Int32 {
+    package func listen(backlog: Int32) throws -> Int32 {
         let fd = try makeSocket()
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -100,7 +100,7 @@ struct SocketAddress: Sendable {
     }
 
     /// The local port a socket is bound to.
-    static func localPort(of fd: Int32) -> Int {
+    package static func localPort(of fd: Int32) -> Int {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &storage) {
@@ -113,7 +113,7 @@ struct SocketAddress: Sendable {
     }
 
     /// Disables Nagle's algorithm (we coalesce output ourselves).
-    static func setNoDelay(_ fd: Int32) {
+    package static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }

@@ -5,7 +5,7 @@ import CNGHTTP2
 import COpenSSL
 
 /// What a ``TLSConnection`` reports to the HTTP/2 connection that owns it (loop thread only).
-protocol TLSConnectionOwner: AnyObject {
+package protocol TLSConnectionOwner: AnyObject {
     /// TCP is connected and the handshake finished with ALPN "h2". The owner creates its
     /// nghttp2 session, assigns ``TLSConnection/session`` and submits its SETTINGS; the
     /// connection then reads what already arrived and flushes.
@@ -29,7 +29,7 @@ protocol TLSConnectionOwner: AnyObject {
 ///   partial-write mode; EPOLLOUT is armed only while bytes are pending.
 /// - Re-entrancy: a flush or close requested from inside an nghttp2 callback is deferred until
 ///   the nghttp2 call returns.
-final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Sendable {
+package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Sendable {
     enum State { case connecting, handshaking, open, closed }
 
     /// Stop calling `mem_send` while this many bytes wait for the socket.
@@ -39,9 +39,9 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     /// The close reason when nghttp2 wants neither to read nor to write any more.
     static let sessionFinishedReason = "HTTP/2 session finished"
 
-    let loop: EventLoop
+    package let loop: EventLoop
     /// The owner's nghttp2 session, set after the handshake.
-    var session: OpaquePointer?
+    package var session: OpaquePointer?
     private(set) var state: State
     private let fd: Int32
     private var ssl: OpaquePointer?
@@ -56,9 +56,10 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     private var writeWantsRead = false
     private var readPaused = false
     private var interest: IOInterest = []
+    private var ioSuspended = false
 
     /// Takes ownership of `fd` (connecting or connected) and `ssl`.
-    init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, owner: TLSConnectionOwner, connecting: Bool) {
+    package init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, owner: TLSConnectionOwner, connecting: Bool) {
         self.fd = fd
         self.ssl = ssl
         self.loop = loop
@@ -76,7 +77,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     var pendingOutputCount: Int { output.count - outputStart }
 
     /// Registers with the loop and starts connecting / handshaking. Loop thread.
-    func start() {
+    package func start() {
         let initial: IOInterest = state == .connecting ? .writable : .readable
         do {
             try loop.register(fd: fd, interest: initial, handler: self)
@@ -91,8 +92,8 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     // MARK: - Owner API
 
     /// Produces and writes pending HTTP/2 output now (deferred when inside an nghttp2 call).
-    func flush() {
-        guard state == .open else { return }
+    package func flush() {
+        guard state == .open, !ioSuspended else { return }
         if inSessionCall {
             flushDeferred = true
             return
@@ -101,21 +102,25 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     }
 
     /// Flushes once at the end of the current loop iteration (coalesces many small submissions).
-    func scheduleFlush() {
-        guard state == .open, !flushScheduled else { return }
+    package func scheduleFlush() {
+        guard state == .open, !ioSuspended, !flushScheduled else { return }
         flushScheduled = true
         loop.scheduleFlush(self)
     }
 
-    func flushAtEndOfIteration() {
+    package func flushAtEndOfIteration() {
         flushScheduled = false
         flush()
     }
 
     /// Closes the connection. `graceful` first writes what is pending (e.g. a GOAWAY) if the
     /// socket takes it right away, and sends a TLS close_notify.
-    func close(reason: String, graceful: Bool) {
+    package func close(reason: String, graceful: Bool) {
         guard state != .closed else { return }
+        if ioSuspended {
+            teardown(reason: reason, graceful: false)
+            return
+        }
         if pendingClose == nil { pendingClose = (reason, graceful) }
         if inSessionCall { return }
         // invariant: set just above if it was nil.
@@ -127,9 +132,23 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
         }
     }
 
+    /// Stops reading and writing without closing: the socket is no longer watched, so the peer
+    /// sees a connection that takes bytes (until its buffers fill) and answers nothing, PINGs
+    /// included, while TCP stays up until ``close(reason:graceful:)``. Loop thread. For test
+    /// servers that play a half-open peer.
+    package func suspendIO() {
+        guard state == .open, !ioSuspended else { return }
+        ioSuspended = true
+        loop.unregister(fd: fd)
+        interest = []
+    }
+
+    /// The `SSL*` while the connection is not closed (e.g. to read the peer's certificate). Loop thread.
+    package var sslHandle: OpaquePointer? { ssl }
+
     // MARK: - Events
 
-    func eventLoopReadable() {
+    package func eventLoopReadable() {
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()
@@ -140,7 +159,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
         }
     }
 
-    func eventLoopWritable() {
+    package func eventLoopWritable() {
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()
@@ -211,7 +230,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
         let buffer = loop.readBuffer
         // invariant: the loop's read buffer is allocated in EventLoop.init.
         let base = buffer.baseAddress!
-        while state == .open, pendingClose == nil, let ssl {
+        while state == .open, pendingClose == nil, !ioSuspended, let ssl {
             if pendingOutputCount >= Self.outputHighWater {
                 // Backpressure: the peer does not read our output; stop reading its input.
                 readPaused = true
@@ -263,6 +282,7 @@ final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unchecked Se
     /// session has nothing more or the socket would block.
     private func pump() {
         flushDeferred = false
+        guard !ioSuspended else { return }
         while state == .open {
             produce()
             if let pendingClose {

@@ -2,7 +2,7 @@ import COpenSSL
 
 /// Loading certificates and private keys into an `SSL_CTX`, shared by the client and server
 /// contexts. Cold path (context creation only).
-enum TLSCredentials {
+package enum TLSCredentials {
     /// Loads a PEM certificate chain file and a PEM private key file (optionally encrypted with
     /// `passphrase`, supplied through a password callback) and checks that they match.
     static func usePEM(context: OpaquePointer, certificateFile: String, privateKeyFile: String,
@@ -70,7 +70,7 @@ enum TLSCredentials {
     }
 
     /// Runs `body` with the user data that ``tlsPassphraseCallback`` expects (nil without a passphrase).
-    static func withPassphrase<Result>(_ passphrase: String?, _ body: (UnsafeMutableRawPointer?) -> Result) -> Result {
+    package static func withPassphrase<Result>(_ passphrase: String?, _ body: (UnsafeMutableRawPointer?) -> Result) -> Result {
         guard let passphrase else { return body(nil) }
         var bytes = Array(passphrase.utf8)
         defer { for index in bytes.indices { bytes[index] = 0 } }
@@ -82,7 +82,7 @@ enum TLSCredentials {
 
 /// OpenSSL's password callback: copies the passphrase that `userData` points at (an
 /// `UnsafeMutableBufferPointer<UInt8>`, see ``TLSCredentials/withPassphrase(_:_:)``) into `buffer`.
-func tlsPassphraseCallback(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32,
+package func tlsPassphraseCallback(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32,
                            _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let buffer, let userData else { return -1 }
     let passphrase = userData.assumingMemoryBound(to: UnsafeMutableBufferPointer<UInt8>.self).pointee

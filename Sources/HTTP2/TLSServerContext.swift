@@ -36,7 +36,7 @@ public final class TLSServerContext: @unchecked Sendable {
     deinit { SSL_CTX_free(context) }
 
     /// A server `SSL*` for one accepted connection. The caller owns the result.
-    func makeSSL() throws -> OpaquePointer {
+    package func makeSSL() throws -> OpaquePointer {
         guard let ssl = SSL_new(context) else { throw HTTP2Error.openSSL(.tlsConfiguration, "SSL_new failed") }
         SSL_set_accept_state(ssl)
         return ssl

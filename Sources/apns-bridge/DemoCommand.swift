@@ -1,5 +1,6 @@
 import APNs
 import Kafka
+import APNsSimulator
 import Bridge
 import Observability
 

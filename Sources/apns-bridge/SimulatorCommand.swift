@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import APNs
+import APNsSimulator
 import Dispatch
 
 /// `apns-bridge simulator`: the APNs simulator as a standalone server on this machine.
@@ -9,6 +10,7 @@ enum SimulatorCommand {
     static let help = """
     Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
                                  [--unregistered TOKEN[:MILLIS] …] [--max-streams N] [--threads N]
+                                 [--client-ca FILE] [faults…]
 
     An HTTP/2 + TLS server that answers like APNs: it verifies provider JWTs (ES256) against the
     trusted public keys and applies Apple's validation rules (BadDeviceToken, MissingTopic,
@@ -23,19 +25,22 @@ enum SimulatorCommand {
       --max-streams N      SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
       --threads N          event loop threads (default 1)
 
+    """ + "\n" + faultHelp + """
     Runs until SIGTERM or SIGINT.
 
     """
 
     static func main(_ arguments: [String]) throws -> Int32 {
-        let options = try CommandLineOptions(arguments, accepting: .init(valued: [
-            "listen", "credentials", "cert", "key", "auth-key", "unregistered", "max-streams", "threads",
-        ]))
+        let valued: Set<String> = [
+            "listen", "credentials", "cert", "key", "auth-key", "unregistered", "max-streams", "threads", "client-ca",
+        ]
+        let options = try CommandLineOptions(arguments, accepting: .init(valued: valued.union(faultOptions)))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
             return 0
         }
         let (host, port) = try parseListen(options.value("listen") ?? "127.0.0.1:2197")
+        let faults = try faults(from: options)
         var configuration: APNsSimulatorConfiguration
         if let directory = options.value("credentials") {
             let credentials = try TestCredentials.generate(in: directory)
@@ -69,6 +74,8 @@ enum SimulatorCommand {
         }
         configuration.maxConcurrentStreams = try options.integer("max-streams", default: 1000, in: 1...100_000)
         configuration.threads = try options.integer("threads", default: 1, in: 1...64)
+        configuration.clientCAFile = options.value("client-ca")
+        configuration.faults = faults
 
         let simulator = try APNsSimulator(configuration: configuration)
         try simulator.start()

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import TestSupport
 @testable import APNs
+import APNsSimulator
 import Observability
 
 /// Records every delegate call by tag (a tag finished twice shows up as two entries).

@@ -1,26 +1,8 @@
 import COpenSSL
+@_exported import TestSupport
 import Foundation
 import Synchronization
 @testable import APNs
-
-/// A settable clock for tests (Unix seconds).
-final class TestClock: Sendable {
-    private let seconds: Atomic<Int64>
-
-    init(_ start: Int64 = 1_800_000_000) {
-        seconds = Atomic(start)
-    }
-
-    var now: Int64 { seconds.load(ordering: .relaxed) }
-
-    func advance(by delta: Int64) {
-        seconds.add(delta, ordering: .relaxed)
-    }
-
-    var function: @Sendable () -> Int64 {
-        { self.now }
-    }
-}
 
 /// Generates a non-P-256 private key PEM with OpenSSL (`ED25519`, or `EC` on another curve).
 func generateOtherKeyPEM(algorithm: String, curve: String? = nil) -> String? {

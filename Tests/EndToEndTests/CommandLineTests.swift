@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Bridge
 import Foundation
 import Kafka
@@ -114,7 +115,12 @@ struct CommandLineTests {
 
 /// The built `apns-bridge` executable next to the test bundle.
 enum BridgeBinary {
+    /// The binary built with these tests: it sits beside the test bundle in the same build
+    /// directory (so the AddressSanitizer run drives the sanitized binary from `.build-asan`).
     static var url: URL {
+        let testBundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let beside = testBundle.deletingLastPathComponent().appendingPathComponent("apns-bridge")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
         // Tests/EndToEndTests/<file> → package root → .build/debug/apns-bridge
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()

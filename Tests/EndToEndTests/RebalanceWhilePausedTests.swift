@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Bridge
 import Foundation
 import Kafka

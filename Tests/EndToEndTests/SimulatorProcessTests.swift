@@ -8,27 +8,9 @@ struct SimulatorProcessTests {
         let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let gone = String(repeating: "cd", count: 32)
-        let simulator = Process()
-        simulator.executableURL = BridgeBinary.url
-        simulator.arguments = ["simulator", "--listen", "127.0.0.1:0", "--credentials", directory,
-                               "--unregistered", "\(gone):1700000000999"]
-        let output = Pipe()
-        simulator.standardOutput = output
-        simulator.standardError = FileHandle.nullDevice
-        try simulator.run()
+        let (simulator, port) = try Self.startSimulator(directory: directory, ["--unregistered", "\(gone):1700000000999"])
         defer { if simulator.isRunning { simulator.terminate() } }
-
-        let port = try #require(try Self.readListeningPort(from: output.fileHandleForReading))
-        let configFile = try TemporaryFile(contents: """
-        kafka: {brokers: 127.0.0.1:9}
-        apns:
-          production_url: https://127.0.0.1:\(port)
-          ca_file: \(directory)/ca.pem
-        apps:
-          - name: chat
-            bundle_id: com.example.chat
-            auth: {type: token, key_file: \(directory)/AuthKey_ABC123DEFG.p8, key_id: ABC123DEFG, team_id: TEAM123456}
-        """)
+        let configFile = try Self.sendConfiguration(port: port, directory: directory)
 
         let delivered = try BridgeBinary.run([
             "send", "--config", configFile.path, "--token", String(repeating: "12", count: 32),
@@ -46,6 +28,70 @@ struct SimulatorProcessTests {
 
         kill(simulator.processIdentifier, SIGTERM)
         #expect(BridgeBinary.wait(simulator, seconds: 10) == 0)
+    }
+
+    @Test func faultFlagsAreAcceptedAndTheSimulatorStillDelivers() throws {
+        let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Every fault flag, each set so that one notification still goes through.
+        let (simulator, port) = try Self.startSimulator(directory: directory, [
+            "--latency", "20ms", "--goaway-every", "1000", "--drop-every", "1000", "--fail", "429:0,503:0",
+            "--stall", "0", "--half-open-after", "1000", "--jwt-max-age", "30m", "--initial-streams", "1",
+            "--token-update-interval", "20m",
+        ])
+        defer { if simulator.isRunning { simulator.terminate() } }
+        let configFile = try Self.sendConfiguration(port: port, directory: directory)
+        let delivered = try BridgeBinary.run([
+            "send", "--config", configFile.path, "--token", String(repeating: "12", count: 32),
+            "--payload", #"{"aps":{"alert":"hi"}}"#,
+        ])
+        #expect(delivered.status == 0, "\(delivered.error)")
+        #expect(delivered.output.contains(#""outcome":"delivered""#))
+        kill(simulator.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(simulator, seconds: 10) == 0)
+    }
+
+    @Test func unusableFaultFlagsAreUsageErrors() throws {
+        let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for (flags, message) in [(["--fail", "404:0.1"], "404"), (["--fail", "429"], "--fail"),
+                                 (["--latency", "20"], "--latency"), (["--stall", "2"], "stall"),
+                                 (["--goaway-every", "0"], "goaway-every")] {
+            let result = try BridgeBinary.run(["simulator", "--listen", "127.0.0.1:0", "--credentials", directory] + flags)
+            #expect(result.status == 2, "\(flags)")
+            #expect(result.error.contains(message), "\(flags): \(result.error)")
+        }
+    }
+
+    /// Starts `apns-bridge simulator` with generated credentials in `directory` and `extra`
+    /// options; returns the process and the port it listens on.
+    static func startSimulator(directory: String, _ extra: [String]) throws -> (Process, Int) {
+        let simulator = Process()
+        simulator.executableURL = BridgeBinary.url
+        simulator.arguments = ["simulator", "--listen", "127.0.0.1:0", "--credentials", directory] + extra
+        let output = Pipe()
+        simulator.standardOutput = output
+        simulator.standardError = FileHandle.nullDevice
+        try simulator.run()
+        guard let port = try readListeningPort(from: output.fileHandleForReading) else {
+            simulator.terminate()
+            throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "the simulator named no port"])
+        }
+        return (simulator, port)
+    }
+
+    /// A configuration for `apns-bridge send` against the simulator on `port`.
+    static func sendConfiguration(port: Int, directory: String) throws -> TemporaryFile {
+        try TemporaryFile(contents: """
+        kafka: {brokers: 127.0.0.1:9}
+        apns:
+          production_url: https://127.0.0.1:\(port)
+          ca_file: \(directory)/ca.pem
+        apps:
+          - name: chat
+            bundle_id: com.example.chat
+            auth: {type: token, key_file: \(directory)/AuthKey_ABC123DEFG.p8, key_id: ABC123DEFG, team_id: TEAM123456}
+        """)
     }
 
     /// Reads the simulator's standard output until it names its port.

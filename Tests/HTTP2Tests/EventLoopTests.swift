@@ -1,4 +1,5 @@
 import HTTP2
+import APNsSimulator
 import Synchronization
 import Testing
 import Observability

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import HTTP2
+import APNsSimulator
 import Synchronization
 import Testing
 import Observability

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import COpenSSL
 @testable import HTTP2
+import APNsSimulator
 import Synchronization
 import Observability
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 @testable import HTTP2
+import APNsSimulator
 import Synchronization
 @_exported import TestSupport
 import Observability

@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Foundation
 
 /// What one h2load run reported.

@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Kafka
 
 /// Everything the bridge talks to, running on this machine: librdkafka's mock Kafka cluster with

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTP2
 import Dispatch
 import COpenSSL
 import Observability
@@ -16,6 +17,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     private struct Shared {
         var connections: [ObjectIdentifier: HTTP2ServerConnection] = [:]
         var maxConcurrentStreams: Int
+        var initialMaxConcurrentStreams: Int?
         var closed = false
     }
 
@@ -24,6 +26,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     private let tls: TLSServerContext
     private let group: EventLoopGroup
     private let handler: HTTP2ServerHandler
+    private let observer: HTTP2ServerObserver?
     private let acceptLoop: EventLoop
     private let listenFD: Int32
     private let shared: Locked<Shared>
@@ -42,6 +45,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         self.tls = tls
         self.group = group
         self.handler = handler
+        self.observer = handler as? HTTP2ServerObserver
         self.acceptLoop = group.next()
         self.shared = Locked(Shared(maxConcurrentStreams: maxConcurrentStreams))
         let acceptLoop = self.acceptLoop
@@ -62,8 +66,20 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
             return Array(shared.connections.values)
         }
         for connection in connections {
-            connection.loop.execute { connection.updateMaxConcurrentStreams(value) }
+            connection.loop.execute { connection.serverMaximumDidChange(value) }
         }
+    }
+
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS announced to clients (set by `setMaxConcurrentStreams`).
+    public var maxConcurrentStreams: Int {
+        shared.withLock { $0.maxConcurrentStreams }
+    }
+
+    /// Makes new connections announce `value` instead of the maximum until the handler raises
+    /// them (``HTTP2ServerConnection/raiseConcurrentStreamLimit()``), as APNs does with 1 stream
+    /// until it has seen a valid provider token; nil announces the maximum from the start.
+    func setInitialMaxConcurrentStreams(_ value: Int?) {
+        shared.withLock { $0.initialMaxConcurrentStreams = value }
     }
 
     /// Stops listening and closes every connection (GOAWAY, then the socket). Idempotent.
@@ -96,7 +112,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     }
 
     /// Accepts every pending connection (the listening socket is readable).
-    func eventLoopReadable() {
+    package func eventLoopReadable() {
         while true {
             let fd = accept(listenFD, nil, nil)
             if fd < 0 {
@@ -118,8 +134,10 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
             let loop = group.next()
             let accepted = shared.withLock { shared -> HTTP2ServerConnection? in
                 guard !shared.closed else { return nil }
-                let connection = HTTP2ServerConnection(fd: fd, ssl: ssl, loop: loop, server: self, handler: handler,
-                                                       maxConcurrentStreams: shared.maxConcurrentStreams)
+                let connection = HTTP2ServerConnection(
+                    fd: fd, ssl: ssl, loop: loop, server: self, handler: handler, observer: observer,
+                    maxConcurrentStreams: shared.maxConcurrentStreams,
+                    initialMaxConcurrentStreams: shared.initialMaxConcurrentStreams)
                 shared.connections[ObjectIdentifier(connection)] = connection
                 return connection
             }
@@ -132,7 +150,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         }
     }
 
-    func eventLoopWritable() {}
+    package func eventLoopWritable() {}
 
     /// Forgets a closed connection. Its loop thread.
     func connectionDidClose(_ connection: HTTP2ServerConnection) {

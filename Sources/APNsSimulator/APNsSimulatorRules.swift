@@ -1,3 +1,4 @@
+import APNs
 import Synchronization
 import Observability
 
@@ -6,7 +7,8 @@ import Observability
 /// call it directly.
 ///
 /// Checks, in this order: 405 MethodNotAllowed; 404 BadPath; 400 DuplicateHeaders; 403 provider
-/// token (Missing/Invalid/Expired, one team per connection); 400 MissingDeviceToken/BadDeviceToken,
+/// token (Missing/Invalid/Expired, one team per connection; 429 TooManyProviderTokenUpdates when a
+/// connection switches tokens too often under `TokenLimits`); 400 MissingDeviceToken/BadDeviceToken,
 /// InvalidPushType, MissingTopic (token auth), BadTopic (empty, or without the push type's suffix),
 /// BadPriority, BadExpirationDate, BadCollapseId, BadMessageId, PayloadEmpty; 413 PayloadTooLarge;
 /// 410 Unregistered (+ `timestamp` in ms) for configured tokens; otherwise 200. Every answer carries
@@ -80,8 +82,27 @@ public final class APNsSimulatorRules: Sendable {
         }
     }
 
-    /// Answers one request. `connection` may be updated (the team a token binds it to).
-    public func answer(_ request: APNsSimulatorRequest, connection: inout APNsConnectionAuthState) -> APNsSimulatorAnswer {
+    /// Tighter provider-token rules than Apple's defaults (fault injection).
+    public struct TokenLimits: Sendable, Equatable {
+        /// Tokens issued longer ago than this many seconds are expired (Apple: 3600, the verifier's).
+        public var maximumAgeSeconds: Int64?
+        /// A connection may switch to another token at most once per this many seconds.
+        public var updateMinimumIntervalSeconds: Int64?
+
+        /// Creates limits; nil keeps Apple's default (age) or no limit (updates).
+        public init(maximumAgeSeconds: Int64? = nil, updateMinimumIntervalSeconds: Int64? = nil) {
+            self.maximumAgeSeconds = maximumAgeSeconds
+            self.updateMinimumIntervalSeconds = updateMinimumIntervalSeconds
+        }
+    }
+
+    /// Now on the rules' clock (Unix seconds).
+    public var now: Int64 { verifier.clock() }
+
+    /// Answers one request. `connection` may be updated (the team a token binds it to, the token
+    /// in use and since when).
+    public func answer(_ request: APNsSimulatorRequest, connection: inout APNsConnectionAuthState,
+                       tokenLimits: TokenLimits = TokenLimits()) -> APNsSimulatorAnswer {
         let headers = RequestHeaders(request.headers)
         // An invalid apns-id cannot be echoed; answer with a generated one.
         let apnsID = headers.apnsID.flatMap { Self.isValidUUID($0) ? $0 : nil } ?? uuids.next()
@@ -102,7 +123,9 @@ public final class APNsSimulatorRules: Sendable {
         // 403: authentication.
         let usesTokenAuth = headers.authorization != nil || connection.clientCertificateSubject == nil
         if usesTokenAuth {
-            if let failure = authenticate(headers.authorization, connection: &connection) { return reject(failure) }
+            if let failure = authenticate(headers.authorization, connection: &connection, limits: tokenLimits) {
+                return reject(failure)
+            }
         } else if let subject = connection.clientCertificateSubject {
             guard let policy = certificateAuthPolicy else { return reject(.missingProviderToken) }
             if let failure = policy(subject, headers.topic) { return reject(failure) }
@@ -143,8 +166,10 @@ public final class APNsSimulatorRules: Sendable {
         return APNsSimulatorAnswer(status: 200, headers: answerHeaders, body: [], reason: nil)
     }
 
-    /// Verifies the provider token (through the cache) and the connection's team; nil when accepted.
-    private func authenticate(_ authorization: String?, connection: inout APNsConnectionAuthState) -> APNsReason? {
+    /// Verifies the provider token (through the cache), its age, the connection's team and how
+    /// often the connection switches tokens; nil when accepted.
+    private func authenticate(_ authorization: String?, connection: inout APNsConnectionAuthState,
+                              limits: TokenLimits) -> APNsReason? {
         let claims: JWTClaims
         do {
             if let authorization, let cached = verifiedTokens.withLock({ $0[authorization] }) {
@@ -157,7 +182,17 @@ public final class APNsSimulatorRules: Sendable {
         } catch {
             return error.reason
         }
+        let now = verifier.clock()
+        if let maximumAge = limits.maximumAgeSeconds, now - claims.issuedAt > maximumAge { return .expiredProviderToken }
         if let team = connection.boundTeamID, team != claims.teamID { return .invalidProviderToken }
+        if authorization != connection.currentAuthorization {
+            if let interval = limits.updateMinimumIntervalSeconds, let since = connection.currentAuthorizationSince,
+               now - since < interval {
+                return .tooManyProviderTokenUpdates
+            }
+            connection.currentAuthorization = authorization
+            connection.currentAuthorizationSince = now
+        }
         connection.boundTeamID = claims.teamID
         return nil
     }

@@ -1,3 +1,4 @@
+import HTTP2
 /// A complete request received by an ``HTTP2Server``.
 public struct HTTP2ServerRequest: Sendable {
     /// `:method`, `:path` and `:authority`.
@@ -49,4 +50,15 @@ public struct HTTP2Responder: Sendable {
             }
         }
     }
+}
+
+/// Connection-level events an ``HTTP2ServerHandler`` may also want (counting, fault injection).
+/// A handler that conforms is told on the connection's loop thread.
+protocol HTTP2ServerObserver: AnyObject {
+    /// The TLS handshake finished and the HTTP/2 session exists.
+    func serverConnectionDidOpen(_ connection: HTTP2ServerConnection)
+    /// A request stream began; `openCount` streams are open on the connection now.
+    func serverConnection(_ connection: HTTP2ServerConnection, didOpenStreamWithOpenCount openCount: Int)
+    /// A PING arrived; nghttp2 acknowledges it.
+    func serverConnectionDidReceivePing(_ connection: HTTP2ServerConnection)
 }

@@ -1,5 +1,6 @@
 import Testing
-@testable import APNs
+@testable import APNsSimulator
+import APNs
 
 @Suite struct APNsSimulatorRulesTests {
     let clock = TestClock()

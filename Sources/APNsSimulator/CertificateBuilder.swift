@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTP2
 import COpenSSL
 
 /// OpenSSL plumbing for ``CertificateAuthority``: keys, X.509 building and PEM/DER encoding.

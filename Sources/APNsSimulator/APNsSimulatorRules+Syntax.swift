@@ -1,3 +1,4 @@
+import APNs
 extension APNsSimulatorRules {
     /// A device token: even number of hex digits, 64 to 200 of them.
     static func isValidDeviceToken(_ token: Substring) -> Bool {

@@ -1,3 +1,4 @@
+import HTTP2
 import CNGHTTP2
 
 /// The server side of one accepted connection: TLS + an nghttp2 server session.
@@ -24,19 +25,34 @@ final class HTTP2ServerConnection: @unchecked Sendable {
 
     let loop: EventLoop
     let handler: HTTP2ServerHandler
+    private let observer: HTTP2ServerObserver?
     private weak var server: HTTP2Server?
     private var maxConcurrentStreams: Int
+    /// False while the connection announces the server's initial limit (see
+    /// ``HTTP2Server/setInitialMaxConcurrentStreams(_:)``) instead of its maximum.
+    private var limitRaised: Bool
     private var connection: TLSConnection?
     var session: OpaquePointer?
     var streams: [Int32: Stream] = [:]
+    /// Requests handed to the handler so far on this connection.
+    private(set) var requestsReceived = 0
+    /// The last stream a GOAWAY sent by ``goAwayWhenDrained(lastStreamID:)`` lets through.
+    private var goAwayLastStreamID: Int32?
+    /// Whatever the handler keeps with this connection (loop thread only).
+    var handlerState: AnyObject?
+    /// The verified client certificate's subject entries (short name, value), read after the
+    /// handshake; nil when the client presented none.
+    private(set) var clientCertificateSubject: [(name: String, value: String)]?
 
     /// Takes ownership of the accepted socket `fd` and `ssl`.
     init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, server: HTTP2Server, handler: HTTP2ServerHandler,
-         maxConcurrentStreams: Int) {
+         observer: HTTP2ServerObserver?, maxConcurrentStreams: Int, initialMaxConcurrentStreams: Int?) {
         self.loop = loop
         self.handler = handler
+        self.observer = observer
         self.server = server
-        self.maxConcurrentStreams = maxConcurrentStreams
+        self.maxConcurrentStreams = initialMaxConcurrentStreams ?? maxConcurrentStreams
+        self.limitRaised = initialMaxConcurrentStreams == nil
         self.connection = nil
         self.connection = TLSConnection(fd: fd, ssl: ssl, loop: loop, owner: self, connecting: false)
     }
@@ -50,8 +66,47 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         connection?.start()
     }
 
+    /// The server's maximum changed: announced at once unless the connection is still held at
+    /// the initial limit. Loop thread.
+    func serverMaximumDidChange(_ value: Int) {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard limitRaised else { return }
+        updateMaxConcurrentStreams(value)
+    }
+
+    /// Raises a connection held at the initial limit to the server's maximum (once). Loop thread.
+    func raiseConcurrentStreamLimit() {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard !limitRaised, let server else { return }
+        limitRaised = true
+        updateMaxConcurrentStreams(server.maxConcurrentStreams)
+    }
+
+    /// Sends GOAWAY (NO_ERROR) naming `lastStreamID` as the last stream processed: streams up to
+    /// it are still answered, later ones are never handed to the handler (nghttp2 closes them as
+    /// refused once the GOAWAY is out), and the connection closes when drained. Loop thread.
+    func goAwayWhenDrained(lastStreamID: Int32) {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard let session, let connection, goAwayLastStreamID == nil else { return }
+        goAwayLastStreamID = lastStreamID
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+        connection.scheduleFlush()
+    }
+
+    /// Closes the socket at once, without GOAWAY: open streams are lost. Loop thread.
+    func drop() {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        connection?.close(reason: "dropped by the server", graceful: false)
+    }
+
+    /// Stops reading and writing; TCP stays open until the server closes. Loop thread.
+    func stopReadingAndWriting() {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        connection?.suspendIO()
+    }
+
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS. Loop thread.
-    func updateMaxConcurrentStreams(_ value: Int) {
+    private func updateMaxConcurrentStreams(_ value: Int) {
         maxConcurrentStreams = value
         guard let session, let connection else { return }
         do {
@@ -95,15 +150,27 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         connection.scheduleFlush()
     }
 
+    /// A request stream began (its HEADERS arrived). Loop thread.
+    func streamOpened() {
+        observer?.serverConnection(self, didOpenStreamWithOpenCount: streams.count)
+    }
+
+    /// A PING arrived (nghttp2 answers it). Loop thread.
+    func pingReceived() {
+        observer?.serverConnectionDidReceivePing(self)
+    }
+
     /// Hands a complete request to the handler.
     func dispatch(streamID: Int32) {
         guard let index = streams.index(forKey: streamID), !streams.values[index].dispatched else { return }
+        if let goAwayLastStreamID, streamID > goAwayLastStreamID { return }
         streams.values[index].dispatched = true
         let stream = streams.values[index]
         let request = HTTP2ServerRequest(method: stream.method, path: stream.path, authority: stream.authority,
                                          headers: stream.headers, body: stream.body)
         streams.values[index].headers = []  // the request now holds the only reference
         streams.values[index].body = []
+        requestsReceived += 1
         handler.handle(request, responder: HTTP2Responder(connection: self, streamID: streamID))
     }
 }
@@ -115,6 +182,8 @@ extension HTTP2ServerConnection: TLSConnectionOwner {
                                                       maxConcurrentStreams: maxConcurrentStreams)
             self.session = session
             connection.session = session
+            if let ssl = connection.sslHandle { clientCertificateSubject = ClientCertificate.subject(of: ssl) }
+            observer?.serverConnectionDidOpen(self)
         } catch {
             connection.close(reason: "\(error)", graceful: false)
         }
@@ -127,6 +196,7 @@ extension HTTP2ServerConnection: TLSConnectionOwner {
             nghttp2_session_del(session)
         }
         streams = [:]
+        handlerState = nil
         server?.connectionDidClose(self)
     }
 }

@@ -1,3 +1,4 @@
+import HTTP2
 import CNGHTTP2
 
 // nghttp2 callbacks of the server session. `userData` is the HTTP2ServerConnection
@@ -14,7 +15,9 @@ func serverOnBeginHeaders(_ session: OpaquePointer?, _ frame: UnsafePointer<nght
                           _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
           frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST else { return 0 }
-    serverConnection(userData).streams[frame.pointee.hd.stream_id] = HTTP2ServerConnection.Stream()
+    let connection = serverConnection(userData)
+    connection.streams[frame.pointee.hd.stream_id] = HTTP2ServerConnection.Stream()
+    connection.streamOpened()
     return 0
 }
 
@@ -64,6 +67,8 @@ func serverOnFrame(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_fra
     if (type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue),
        header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
         serverConnection(userData).dispatch(streamID: header.stream_id)
+    } else if type == NGHTTP2_PING.rawValue, header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+        serverConnection(userData).pingReceived()   // nghttp2 queues the ACK itself
     }
     return 0
 }
@@ -90,4 +95,19 @@ func serverReadResponseBody(_ session: OpaquePointer?, _ streamID: Int32, _ buff
                                            into: buffer, length: length, flags: dataFlags)
     connection.streams.values[index].responseOffset = offset + count
     return count
+}
+
+extension HTTP2Session {
+    /// A server session announcing `maxConcurrentStreams`; the SETTINGS are queued.
+    static func makeServer(userData: UnsafeMutableRawPointer, maxConcurrentStreams: Int) throws -> OpaquePointer {
+        let session = try make(userData: userData, server: true) { callbacks in
+            nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, serverOnBeginHeaders)
+            nghttp2_session_callbacks_set_on_header_callback(callbacks, serverOnHeader)
+            nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, serverOnDataChunk)
+            nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, serverOnFrame)
+            nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, serverOnStreamClose)
+        }
+        try submitSettings(session, [(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, UInt32(clamping: maxConcurrentStreams))])
+        return session
+    }
 }

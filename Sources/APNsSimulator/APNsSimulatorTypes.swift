@@ -1,3 +1,4 @@
+import APNs
 /// One request as the simulator rules see it (an `HTTP2ServerRequest` without transport details).
 public struct APNsSimulatorRequest: Sendable {
     /// `:method`.
@@ -49,6 +50,10 @@ public struct APNsConnectionAuthState: Sendable {
     public var clientCertificateSubject: String?
     /// The team of the first valid provider token on this connection; APNs binds a connection to one team.
     public var boundTeamID: String?
+    /// The provider token (`authorization` value) the connection uses now.
+    public var currentAuthorization: String?
+    /// When (Unix seconds) the connection switched to `currentAuthorization`.
+    public var currentAuthorizationSince: Int64?
 
     /// Creates the state of a fresh connection.
     public init(clientCertificateSubject: String? = nil, boundTeamID: String? = nil) {

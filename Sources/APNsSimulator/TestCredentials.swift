@@ -1,10 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import APNs
 import HTTP2
 
 /// Throw-away credentials for tests, the demo and the simulator: a CA, a server certificate for
-/// 127.0.0.1/localhost issued by it (via HTTP2's `CertificateAuthority`), and an APNs auth key.
+/// 127.0.0.1/localhost issued by it (`CertificateAuthority`), and an APNs auth key.
 /// Never use them for real traffic.
 public struct TestCredentials: Sendable {
     /// The directory holding the files.

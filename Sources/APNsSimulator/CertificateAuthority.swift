@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTP2
 import COpenSSL
 import Synchronization
 import Observability

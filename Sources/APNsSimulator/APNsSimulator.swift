@@ -1,3 +1,4 @@
+import APNs
 import HTTP2
 import Observability
 import Synchronization
@@ -7,15 +8,20 @@ import Synchronization
 ///
 /// Lifecycle: `init` loads keys, `start()` binds and serves, `port` tells the bound port,
 /// `close()` stops serving and joins the loop threads (idempotent).
+///
+/// Faults (``APNsSimulatorFaults``: latency, GOAWAY, dropped and half-open connections, failure
+/// rates, stalls, token age and update limits, a low initial stream limit) come from the
+/// configuration and can be changed at run time with ``setFaults(_:)``; ``statistics`` tells what
+/// the simulator saw. Client-certificate auth is on when the configuration names a client CA.
 public final class APNsSimulator: Sendable {
-    /// Fault injection (a later issue): return an answer to send instead of the rules' answer, or nil.
-    public typealias FaultHook = @Sendable (APNsSimulatorRequest) -> APNsSimulatorAnswer?
+    /// A test's own answer for a request instead of the rules' (nil: the rules answer).
+    public typealias AnswerOverride = @Sendable (APNsSimulatorRequest) -> APNsSimulatorAnswer?
 
-    /// The settings it was created with.
+    /// The settings it was created with (its `faults` are the initial ones).
     public let configuration: APNsSimulatorConfiguration
     /// The rules that answer each request.
     public let rules: APNsSimulatorRules
-    private let faults: FaultHook?
+    private let handler: APNsSimulatorHandler
     private let running = Locked<Running?>(nil)
     private let logger = Logger(label: "apns.simulator")
 
@@ -24,15 +30,17 @@ public final class APNsSimulator: Sendable {
         let server: HTTP2Server
     }
 
-    /// Creates a simulator; `clock` (Unix seconds) decides provider-token expiry.
+    /// Creates a simulator; `clock` (Unix seconds) decides provider-token age and token switches.
+    /// - Throws: ``APNsKeyError`` for a bad trusted key, ``APNsSimulatorError`` for unusable faults.
     public init(
         configuration: APNsSimulatorConfiguration,
         clock: @escaping @Sendable () -> Int64 = { Timestamp.nowMilliseconds() / 1000 },
-        faults: FaultHook? = nil
+        answerOverride: AnswerOverride? = nil
     ) throws {
+        if let problem = configuration.faults.problem { throw APNsSimulatorError.invalidFaults(problem) }
         self.configuration = configuration
         self.rules = try configuration.makeRules(clock: clock)
-        self.faults = faults
+        self.handler = APNsSimulatorHandler(rules: rules, faults: configuration.faults, answerOverride: answerOverride)
     }
 
     /// Binds the listening socket and starts serving. Throws when TLS files or the address are bad.
@@ -44,9 +52,9 @@ public final class APNsSimulator: Sendable {
                                            clientCAFile: configuration.clientCAFile)
             let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "apns-simulator")
             do {
-                let handler = APNsSimulatorHandler(rules: rules, faults: faults)
                 let server = try HTTP2Server(host: configuration.host, port: configuration.port, tls: tls, group: group,
                                              maxConcurrentStreams: configuration.maxConcurrentStreams, handler: handler)
+                server.setInitialMaxConcurrentStreams(handler.currentFaults.initialMaxConcurrentStreams)
                 running = Running(group: group, server: server)
             } catch {
                 group.shutdown()
@@ -66,6 +74,28 @@ public final class APNsSimulator: Sendable {
         running.withLock { $0?.server.setMaxConcurrentStreams(value) }
     }
 
+    /// Replaces the faults; streams received afterwards follow them (a new initial stream limit
+    /// applies to connections accepted afterwards). Any thread.
+    /// - Throws: ``APNsSimulatorError/invalidFaults(_:)`` (the faults in force stay).
+    public func setFaults(_ faults: APNsSimulatorFaults) throws(APNsSimulatorError) {
+        if let problem = faults.problem { throw .invalidFaults(problem) }
+        running.withLock { running in
+            handler.currentFaults = faults
+            running?.server.setInitialMaxConcurrentStreams(faults.initialMaxConcurrentStreams)
+        }
+    }
+
+    /// The faults in force. Any thread.
+    public var faults: APNsSimulatorFaults { handler.currentFaults }
+
+    /// What the simulator saw and did so far. Any thread.
+    public var statistics: APNsSimulatorStatistics { handler.currentStatistics }
+
+    /// Starts counting afresh (e.g. the peak of open streams after changing the limit). Any thread.
+    public func resetStatistics() {
+        handler.resetStatistics()
+    }
+
     /// Stops serving, closes connections and joins the loop threads. Idempotent.
     public func close() {
         guard let stopped = running.withLock({ running -> Running? in
@@ -77,23 +107,14 @@ public final class APNsSimulator: Sendable {
     }
 }
 
-/// Bridges `HTTP2ServerHandler` to the rules: one call per stream, answered at once on the loop thread.
-final class APNsSimulatorHandler: HTTP2ServerHandler {
-    private let rules: APNsSimulatorRules
-    private let faults: APNsSimulator.FaultHook?
+/// Why a simulator cannot be set up as asked.
+public enum APNsSimulatorError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The faults are unusable; the text says which and why.
+    case invalidFaults(String)
 
-    init(rules: APNsSimulatorRules, faults: APNsSimulator.FaultHook?) {
-        self.rules = rules
-        self.faults = faults
-    }
-
-    func handle(_ request: HTTP2ServerRequest, responder: HTTP2Responder) {
-        let simulated = APNsSimulatorRequest(method: request.method, path: request.path,
-                                             headers: request.headers, body: request.body)
-        // HTTP2ServerHandler does not identify the connection, so each request is judged with a fresh
-        // connection state (no team binding, no client certificate): a hook for certificate auth later.
-        var connection = APNsConnectionAuthState()
-        let answer = faults?(simulated) ?? rules.answer(simulated, connection: &connection)
-        responder.respond(status: answer.status, headers: answer.headers, body: answer.body)
+    public var description: String {
+        switch self {
+        case .invalidFaults(let problem): "invalid simulator faults: \(problem)"
+        }
     }
 }

@@ -1,3 +1,4 @@
+import APNs
 import Observability
 
 /// Settings of an `APNsSimulator`: where it listens, its TLS identity, which provider keys it
@@ -28,7 +29,11 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var certificateFile: String
     /// PEM private key of that certificate.
     public var privateKeyFile: String
-    /// CA for client certificates (certificate auth, a later issue); nil asks for none.
+    /// CA for client certificates. When set, every client must present a certificate issued by
+    /// it (certificate auth): a request without `authorization` is accepted for the certificate's
+    /// bundle id (its subject `UID`, else its common name without Apple's "Apple Push Services: "
+    /// prefix) and that id's `.voip`/`.complication`/… topics, and answered 400 TopicDisallowed
+    /// for other topics; a request with `authorization` is still judged by token auth.
     public var clientCAFile: String?
     /// Trusted provider keys.
     public var authKeys: [AuthKey]
@@ -40,6 +45,8 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var threads: Int
     /// Send `apns-unique-id` on 200 answers, as Apple's sandbox does.
     public var sendsUniqueID: Bool
+    /// Faults in force from the start (none by default).
+    public var faults: APNsSimulatorFaults
 
     /// Creates a configuration.
     public init(
@@ -52,7 +59,8 @@ public struct APNsSimulatorConfiguration: Sendable {
         unregisteredTokens: [String: Int64] = [:],
         maxConcurrentStreams: Int = 1000,
         threads: Int = 1,
-        sendsUniqueID: Bool = false
+        sendsUniqueID: Bool = false,
+        faults: APNsSimulatorFaults = APNsSimulatorFaults()
     ) {
         self.host = host
         self.port = port
@@ -64,6 +72,7 @@ public struct APNsSimulatorConfiguration: Sendable {
         self.maxConcurrentStreams = maxConcurrentStreams
         self.threads = threads
         self.sendsUniqueID = sendsUniqueID
+        self.faults = faults
     }
 
     /// Builds the rules this configuration describes (loads and checks the public keys).
@@ -75,6 +84,15 @@ public struct APNsSimulatorConfiguration: Sendable {
             keys[key.keyID] = JWTVerifier.TrustedKey(publicKey: try APNsPublicKey(pem: key.publicKeyPEM), teamID: key.teamID)
         }
         return APNsSimulatorRules(verifier: JWTVerifier(keys: keys, clock: clock),
-                                  unregisteredTokens: unregisteredTokens, sendsUniqueID: sendsUniqueID)
+                                  unregisteredTokens: unregisteredTokens, sendsUniqueID: sendsUniqueID,
+                                  certificateAuthPolicy: clientCAFile == nil ? nil : Self.certificateTopicPolicy)
+    }
+
+    /// Certificate auth: `bundleID` (from the client certificate) may push to itself and its
+    /// suffixed topics; no topic means the bundle itself.
+    static let certificateTopicPolicy: APNsSimulatorRules.CertificateAuthPolicy = { bundleID, topic in
+        guard !bundleID.isEmpty else { return .badCertificate }
+        guard let topic else { return nil }
+        return topic == bundleID || topic.hasPrefix(bundleID + ".") ? nil : .topicDisallowed
     }
 }

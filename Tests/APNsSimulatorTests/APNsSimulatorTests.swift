@@ -1,7 +1,8 @@
 import HTTP2
 import Synchronization
 import Testing
-@testable import APNs
+@testable import APNsSimulator
+import APNs
 
 /// Drives one real `HTTP2ClientConnection`: submits every request when ready, closes when all
 /// streams finished, and hands back the results by tag.
@@ -65,7 +66,7 @@ private final class ClientProbe: HTTP2ClientConnectionDelegate, @unchecked Senda
         configuration.unregisteredTokens = [unregistered: 1_700_000_000_456]
         configuration.sendsUniqueID = true
         let overloadedToken = String(repeating: "99", count: 32)
-        let simulator = try APNsSimulator(configuration: configuration, faults: { request in
+        let simulator = try APNsSimulator(configuration: configuration, answerOverride: { request in
             request.path.hasSuffix(overloadedToken)
                 ? APNsSimulatorAnswer(status: 503, headers: [], body: Array(#"{"reason":"ServiceUnavailable"}"#.utf8),
                                       reason: .serviceUnavailable)

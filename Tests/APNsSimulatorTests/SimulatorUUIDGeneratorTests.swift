@@ -1,7 +1,7 @@
 import Testing
-@testable import APNs
+@testable import APNsSimulator
 
-@Suite struct InternalsTests {
+@Suite struct SimulatorUUIDGeneratorTests {
     @Test func generatedUUIDsAreVersionFourLowercaseAndDistinct() {
         let generator = SimulatorUUIDGenerator()
         var seen = Set<String>()

@@ -1,0 +1,28 @@
+/// What the simulator saw and did since it started (or since ``APNsSimulator/resetStatistics()``).
+public struct APNsSimulatorStatistics: Sendable, Equatable {
+    /// TLS + HTTP/2 connections that completed their handshake.
+    public var connectionsAccepted = 0
+    /// Complete requests received (every stream that reached the rules or a fault).
+    public var requestsReceived = 0
+    /// Answers sent, by `:status`.
+    public var answersByStatus: [Int: Int] = [:]
+    /// PING frames received and acknowledged.
+    public var pingsAnswered = 0
+    /// The most streams open at once on one connection (HTTP/2 refuses streams above the
+    /// announced limit before the simulator sees them).
+    public var peakOpenStreams = 0
+    /// GOAWAY frames sent by the `goAwayEveryStreams` fault.
+    public var goAwaysSent = 0
+    /// Connections closed by the `dropConnectionEveryStreams` fault.
+    public var connectionsDropped = 0
+    /// Connections that went silent through the `halfOpenAfterStreams` fault.
+    public var connectionsHalfOpened = 0
+    /// Streams left unanswered by the `stallRate` fault.
+    public var streamsStalled = 0
+
+    /// Nothing seen yet.
+    public init() {}
+
+    /// Answers sent, all statuses together.
+    public var answers: Int { answersByStatus.values.reduce(0, +) }
+}

@@ -1,0 +1,256 @@
+import APNs
+import HTTP2
+import Observability
+import Testing
+@testable import APNsSimulator
+
+/// Each fault proven over real TLS + HTTP/2 sockets with a real `HTTP2ClientConnection` as the peer.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct APNsSimulatorFaultTests {
+    @Test func latencyDelaysEveryAnswerOnTheLoopTimer() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(latency: .milliseconds(300)))
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        let authorization = try fixture.authorization()
+        let started = ContinuousClock.now
+        let results = await client.exchange([fixture.request(authorization: authorization),
+                                             fixture.request(authorization: authorization)])
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        #expect(results.map { $0.statusAndReason?.status } == [200, 200])
+
+        try fixture.simulator.setFaults(APNsSimulatorFaults())
+        let quick = await client.exchange([fixture.request(authorization: authorization)])
+        #expect(quick.first?.statusAndReason?.status == 200)
+        await client.stop()
+    }
+
+    @Test func goAwayAfterEveryNStreamsAnswersThoseAndRefusesTheRest() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(latency: .milliseconds(50), goAwayEveryStreams: 3))
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        let authorization = try fixture.authorization()
+        let results = await client.exchange(Array(repeating: fixture.request(authorization: authorization), count: 5))
+        try #require(results.count == 5)
+        #expect(results[0..<3].allSatisfy { $0.statusAndReason?.status == 200 })
+        #expect(results[3..<5].allSatisfy { $0.failure == .refused })
+        #expect(await eventually { client.closeReason != nil }, "the connection closes once drained")
+        #expect(fixture.simulator.statistics.goAwaysSent == 1)
+        client.loop.shutdown()
+
+        let second = try fixture.client()
+        #expect(await second.connect())
+        let again = await second.exchange(Array(repeating: fixture.request(authorization: authorization), count: 3))
+        #expect(again.allSatisfy { $0.statusAndReason?.status == 200 })
+        #expect(await eventually { second.closeReason != nil })
+        second.loop.shutdown()
+    }
+
+    @Test func dropEveryNStreamsClosesWithoutGoAwayAndLosesOpenStreams() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(dropConnectionEveryStreams: 3))
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        let authorization = try fixture.authorization()
+        let first = await client.exchange(Array(repeating: fixture.request(authorization: authorization), count: 2))
+        #expect(first.allSatisfy { $0.statusAndReason?.status == 200 })
+        let third = await client.exchange([fixture.request(authorization: authorization)])
+        guard case .connectionLost? = third.first?.failure else {
+            Issue.record("the third stream should be lost with the connection, got \(String(describing: third.first))")
+            return
+        }
+        #expect(await eventually { client.closeReason != nil })
+        #expect(fixture.simulator.statistics.connectionsDropped == 1)
+        #expect(fixture.simulator.statistics.goAwaysSent == 0)
+        client.loop.shutdown()
+    }
+
+    @Test func failureRatesAnswerWithApplesReasons() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(failureRates: [429: 1]))
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        let authorization = try fixture.authorization()
+        let throttled = await client.exchange(Array(repeating: fixture.request(authorization: authorization), count: 3))
+        #expect(throttled.allSatisfy { $0.statusAndReason?.status == 429 && $0.statusAndReason?.reason == .tooManyRequests })
+
+        // Requests the rules reject keep their own answer: only a 200 becomes an injected failure.
+        let rejected = await client.exchange([fixture.request(authorization: authorization, token: "abc")])
+        #expect(rejected.first?.statusAndReason?.reason == .badDeviceToken)
+
+        try fixture.simulator.setFaults(APNsSimulatorFaults(failureRates: [500: 0.5, 503: 0.5]))
+        let mixed = await client.exchange(Array(repeating: fixture.request(authorization: authorization), count: 100))
+        let answers = mixed.compactMap { $0.statusAndReason }
+        #expect(answers.count == 100)
+        #expect(answers.allSatisfy { ($0.status == 500 && $0.reason == .internalServerError)
+                                     || ($0.status == 503 && $0.reason == .serviceUnavailable) })
+        #expect(answers.contains { $0.status == 500 } && answers.contains { $0.status == 503 })
+        let statistics = fixture.simulator.statistics
+        #expect(statistics.answersByStatus[429] == 3 && statistics.answersByStatus[400] == 1)
+        #expect((statistics.answersByStatus[500] ?? 0) + (statistics.answersByStatus[503] ?? 0) == 100)
+        await client.stop()
+    }
+
+    @Test func stalledStreamsAreNeverAnsweredButTheConnectionLives() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(stallRate: 1))
+        defer { fixture.stop() }
+        let client = try fixture.client(streamTimeout: .milliseconds(500))
+        #expect(await client.connect())
+        let authorization = try fixture.authorization()
+        let stalled = await client.exchange([fixture.request(authorization: authorization)])
+        #expect(stalled.first?.failure == .timeout)
+        #expect(fixture.simulator.statistics.streamsStalled == 1)
+
+        try fixture.simulator.setFaults(APNsSimulatorFaults())
+        let answered = await client.exchange([fixture.request(authorization: authorization)])
+        #expect(answered.first?.statusAndReason?.status == 200)
+        #expect(client.closeReason == nil)
+        await client.stop()
+    }
+
+    @Test func halfOpenConnectionStopsAnsweringStreamsAndPingsButStaysUp() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(halfOpenAfterStreams: 2))
+        defer { fixture.stop() }
+        let client = try fixture.client(streamTimeout: .seconds(1))
+        #expect(await client.connect())
+        let authorization = try fixture.authorization()
+        let answered = await client.exchange(Array(repeating: fixture.request(authorization: authorization), count: 2))
+        #expect(answered.allSatisfy { $0.statusAndReason?.status == 200 })
+        client.ping()
+        #expect(await eventually { fixture.simulator.statistics.pingsAnswered == 1 })
+
+        let tags = await client.send([fixture.request(authorization: authorization)])
+        #expect(await eventually { fixture.simulator.statistics.connectionsHalfOpened == 1 })
+        client.ping()
+        // The silent stream times out after a second; by then an answered PING would long have been counted.
+        #expect(await eventually { client.record.withLock { $0.results[tags[0]] } != nil })
+        #expect(client.record.withLock { $0.results[tags[0]] }?.failure == .timeout)
+        #expect(fixture.simulator.statistics.pingsAnswered == 1)
+        #expect(client.closeReason == nil, "TCP stays up")
+        await client.stop()
+    }
+
+    @Test func tokensOlderThanTheMaximumAgeAreExpired() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(jwtMaximumAge: .seconds(30 * 60)))
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        let fresh = await client.exchange([fixture.request(authorization: try fixture.authorization(issuedSecondsAgo: 29 * 60))])
+        #expect(fresh.first?.statusAndReason?.status == 200)
+        let old = await client.exchange([fixture.request(authorization: try fixture.authorization(issuedSecondsAgo: 31 * 60))])
+        #expect(old.first?.statusAndReason?.status == 403)
+        #expect(old.first?.statusAndReason?.reason == .expiredProviderToken)
+
+        try fixture.simulator.setFaults(APNsSimulatorFaults())   // Apple's own limit is one hour
+        let accepted = await client.exchange([fixture.request(authorization: try fixture.authorization(issuedSecondsAgo: 31 * 60))])
+        #expect(accepted.first?.statusAndReason?.status == 200)
+        await client.stop()
+    }
+
+    @Test func initialStreamLimitIsRaisedAfterTheFirstAuthenticatedRequest() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(initialMaxConcurrentStreams: 1), maxConcurrentStreams: 50)
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        #expect(await eventually { client.lastSettings == 1 })
+        let unauthenticated = await client.exchange([fixture.request(authorization: nil)])
+        #expect(unauthenticated.first?.statusAndReason?.reason == .missingProviderToken)
+        #expect(client.lastSettings == 1)
+        let valid = await client.exchange([fixture.request(authorization: try fixture.authorization())])
+        #expect(valid.first?.statusAndReason?.status == 200)
+        #expect(await eventually { client.lastSettings == 50 })
+
+        fixture.simulator.setMaxConcurrentStreams(7)
+        #expect(await eventually { client.lastSettings == 7 }, "a raised connection follows later changes")
+        await client.stop()
+    }
+
+    @Test func switchingTokensSoonerThanTheIntervalIsTooManyProviderTokenUpdates() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(tokenUpdateMinimumInterval: .seconds(20 * 60)))
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        let first = try fixture.authorization(issuedSecondsAgo: 60)
+        let second = try fixture.authorization()
+        #expect(first != second)
+        #expect(await client.exchange([fixture.request(authorization: first)]).first?.statusAndReason?.status == 200)
+        let tooSoon = await client.exchange([fixture.request(authorization: second)])
+        #expect(tooSoon.first?.statusAndReason?.status == 429)
+        #expect(tooSoon.first?.statusAndReason?.reason == .tooManyProviderTokenUpdates)
+        #expect(await client.exchange([fixture.request(authorization: first)]).first?.statusAndReason?.status == 200,
+                "the refused token was not taken")
+
+        fixture.clock.advance(by: 20 * 60)
+        #expect(await client.exchange([fixture.request(authorization: second)]).first?.statusAndReason?.status == 200)
+
+        // The limit is per connection: a new connection may start with any token.
+        let other = try fixture.client()
+        #expect(await other.connect())
+        #expect(await other.exchange([fixture.request(authorization: first)]).first?.statusAndReason?.status == 200)
+        await other.stop()
+        await client.stop()
+    }
+
+    @Test func clientCertificateAuthAcceptsTheCertificatesBundleWithoutAToken() async throws {
+        let fixture = try SimulatorFixture(clientCertificateCommonName: "Apple Push Services: " + sampleTopic)
+        defer { fixture.stop() }
+        let client = try fixture.client(presentCertificate: true)
+        #expect(await client.connect())
+        let results = await client.exchange([
+            fixture.request(authorization: nil),
+            fixture.request(authorization: nil, topic: nil),
+            fixture.request(authorization: nil, topic: sampleTopic + ".voip", pushType: .voip),
+            fixture.request(authorization: nil, topic: "com.example.other"),
+        ])
+        #expect(results.map { $0.statusAndReason?.status } == [200, 200, 200, 400])
+        #expect(results.last?.statusAndReason?.reason == .topicDisallowed)
+        await client.stop()
+
+        let anonymous = try fixture.client(presentCertificate: false)
+        #expect(await anonymous.connect() == false, "the simulator requires a client certificate")
+        #expect(anonymous.closeReason != nil)
+        anonymous.loop.shutdown()
+    }
+
+    @Test func statisticsCountConnectionsRequestsAndThePeakOfOpenStreams() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(latency: .milliseconds(200)), maxConcurrentStreams: 5)
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        #expect(await eventually { client.lastSettings == 5 })
+        let authorization = try fixture.authorization()
+        let results = await client.exchange(Array(repeating: fixture.request(authorization: authorization), count: 5))
+        #expect(results.count == 5)
+        let statistics = fixture.simulator.statistics
+        #expect(statistics.connectionsAccepted == 1)
+        #expect(statistics.requestsReceived == 5)
+        #expect(statistics.answersByStatus == [200: 5])
+        #expect(statistics.peakOpenStreams == 5)
+
+        fixture.simulator.resetStatistics()
+        #expect(fixture.simulator.statistics == APNsSimulatorStatistics())
+        await client.stop()
+    }
+
+    @Test func faultsAreValidated() throws {
+        #expect(APNsSimulatorFaults().problem == nil)
+        #expect(APNsSimulatorFaults(failureRates: [404: 0.1]).problem != nil)
+        #expect(APNsSimulatorFaults(failureRates: [429: 0.7, 503: 0.7]).problem != nil)
+        #expect(APNsSimulatorFaults(stallRate: 1.5).problem != nil)
+        #expect(APNsSimulatorFaults(goAwayEveryStreams: 0).problem != nil)
+        #expect(APNsSimulatorFaults(latency: .milliseconds(-1)).problem != nil)
+        let fixture = try SimulatorFixture()
+        defer { fixture.stop() }
+        #expect(throws: APNsSimulatorError.self) { try fixture.simulator.setFaults(APNsSimulatorFaults(halfOpenAfterStreams: 0)) }
+        #expect(fixture.simulator.faults == APNsSimulatorFaults())
+    }
+
+    @Test func failureDrawsSplitTheUnitIntervalByStatus() {
+        let faults = APNsSimulatorFaults(failureRates: [503: 0.2, 429: 0.1])
+        #expect(faults.injectedFailure(draw: 0.05)?.status == 429)
+        #expect(faults.injectedFailure(draw: 0.15)?.status == 503)
+        #expect(faults.injectedFailure(draw: 0.29)?.reason == .serviceUnavailable)
+        #expect(faults.injectedFailure(draw: 0.31) == nil)
+    }
+}
