@@ -79,7 +79,12 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
                 host: endpoint.host,
                 port: endpoint.port,
                 connections: settings.connections,
-                requestTimeoutNanoseconds: configuration.apns.requestTimeout.totalNanoseconds
+                requestTimeoutNanoseconds: configuration.apns.requestTimeout.totalNanoseconds,
+                pingInterval: configuration.apns.pingInterval,
+                pingTimeout: configuration.apns.pingTimeout,
+                maxAttempts: configuration.apns.retry.maxAttempts,
+                initialBackoff: configuration.apns.retry.initialBackoff,
+                maxBackoff: configuration.apns.retry.maxBackoff
             ),
             tls: credentials.tls,
             group: group,
@@ -137,7 +142,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult) {
         let context = RequestContext.fromTag(tag)
         inFlightCount.subtract(1, ordering: .relaxed)
-        if case .failure = result, abandoning.load(ordering: .acquiring) {
+        if case .failure = result.outcome, abandoning.load(ordering: .acquiring) {
             return  // the hold stays: see abandonUnanswered()
         }
         let (pushResult, invalidToken) = APNsAnswerInterpreter.interpret(result, notification: notification, request: context.facts)
