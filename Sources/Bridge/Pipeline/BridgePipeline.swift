@@ -78,7 +78,8 @@ public final class BridgePipeline: Sendable {
         publisher = ResultPublisher(producer: producer, kafka: configuration.kafka)
         do {
             dispatcher = try NotificationDispatcher(
-                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics))
+                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics),
+                metrics: metrics)
         } catch {
             producer.close()
             consumer.close()
