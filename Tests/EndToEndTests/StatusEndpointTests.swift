@@ -57,6 +57,18 @@ struct StatusEndpointTests {
         }
     }
 
+    /// Bound before the pipeline exists (as `run` does), every endpoint says it is starting.
+    @Test func beforeThePipelineIsAttachedEverythingAnswersStarting() throws {
+        let server = try BridgeStatusServer(host: "127.0.0.1", port: 0)
+        defer { server.close() }
+        for path in ["/metrics", "/healthz", "/readyz"] {
+            let answer = HTTPTestClient.get(port: server.port, path)
+            #expect(answer?.status == 503, "\(path)")
+            #expect(answer?.body == "starting\n", "\(path)")
+        }
+        #expect(throws: PipelineError.self) { try BridgeStatusServer(host: "127.0.0.1", port: server.port) }
+    }
+
     @Test func readinessWaitsForTheGroupAndEndsWithTheStop() async throws {
         let environment = try LocalEnvironment(partitions: 2)
         defer { environment.close() }
