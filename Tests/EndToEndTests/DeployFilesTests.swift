@@ -19,6 +19,8 @@ struct DeployFilesTests {
         defer { environment.close() }
         let pipeline = try BridgePipeline(configuration: try environment.configuration(groupID: "deploy-files"))
         let text = pipeline.metrics.registry.render()
+        pipeline.requestStop()
+        _ = pipeline.run()  // returns at once: closes the clients and stops the loops
         var names: Set<String> = ["up"]
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
             let parts = line.split(separator: " ")

@@ -71,6 +71,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             pool.shutdown()
         }
         pools.removeAll()
+        poolDirectory.withLock { $0.removeAll() }  // the pools hold this dispatcher as their delegate
     }
 
     private func pool(app: String, environment: PushEnvironment) -> APNsClient? {
