@@ -33,7 +33,7 @@ struct DockerScriptsTests {
     @Test func theHealthCheckPassesWhileTheBridgeRunsAndFailsOnceItStopped() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
-        let port = try FreePort.pick()
+        let port = HTTPTestClient.freePort()
         let config = try TemporaryFile(contents: environment.configurationYAML(groupID: "healthcheck")
             .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)"))
         let bridge = try CapturedProcess(BridgeBinary.url, ["run", "--config", config.path])
@@ -45,24 +45,5 @@ struct DockerScriptsTests {
         #expect(waitFor(timeout: .seconds(30), every: .milliseconds(200)) { healthy() }, "\(bridge.errorOutput)")
         #expect(bridge.stop() == 0)
         #expect(!healthy())
-    }
-}
-
-/// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, close).
-enum FreePort {
-    static func pick() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-        }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
