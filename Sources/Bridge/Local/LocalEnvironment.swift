@@ -28,14 +28,15 @@ public final class LocalEnvironment: @unchecked Sendable {
     ///   - partitions: partitions of every topic.
     ///   - unregisteredTokens: tokens the simulator answers 410 Unregistered for (token → ms timestamp).
     ///   - maxConcurrentStreams: the simulator's SETTINGS_MAX_CONCURRENT_STREAMS.
+    ///   - brokers: brokers of the mock cluster (ids 1...brokers).
     public init(partitions: Int32 = 4, unregisteredTokens: [String: Int64] = [:], maxConcurrentStreams: Int = 1000,
-                simulatorThreads: Int = 1) throws {
+                simulatorThreads: Int = 1, brokers: Int = 1) throws {
         let directory = try LocalFiles.makeTemporaryDirectory(prefix: "apns-bridge")
         ownsDirectory = directory
         do {
             credentials = try TestCredentials.generate(in: directory)
             self.partitions = partitions
-            kafka = try MockKafkaCluster(brokers: 1)
+            kafka = try MockKafkaCluster(brokers: brokers)
             for topic in [requestTopic, resultsTopic, invalidTokensTopic, deadLetterTopic] {
                 try kafka.createTopic(topic, partitions: partitions)
             }
