@@ -3,7 +3,7 @@ SWIFT ?= swift
 BIN_DEBUG = .build/debug/apns-bridge
 BIN_RELEASE = .build/release/apns-bridge
 
-.PHONY: setup build release test lint run bench fuzz fuzz-build fuzz-ci clean
+.PHONY: setup build release test lint run bench fuzz fuzz-build fuzz-ci soak soak-ci clean
 
 setup:
 	@scripts/setup
@@ -20,6 +20,7 @@ release: setup
 test: setup lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
+	$(MAKE) soak-ci
 
 ## Static checks of the compose stack, every YAML file and every shell script (scripts/lint):
 ## docker-compose config -q (also with the production override), yamllint, shellcheck.
@@ -53,6 +54,23 @@ fuzz: fuzz-build
 ## The short pass CI runs (part of `make test`).
 fuzz-ci:
 	$(MAKE) fuzz FUZZ_SECONDS=20
+
+## Soak (docs/RELIABILITY.md): the bridge binary for SOAK_SECONDS at SOAK_RATE notifications/s
+## against the APNs simulator with faults on (GOAWAY, dropped connections, 503s, latency) and the
+## mock Kafka cluster; prints the bridge's RSS, open descriptors, threads and throughput every
+## SOAK_SAMPLE_SECONDS and fails unless they stay flat and every notification has one result.
+SOAK_SECONDS ?= 600
+SOAK_SAMPLE_SECONDS ?= 60
+SOAK_RATE ?= 6000
+
+soak: setup
+	$(SWIFT) build --build-tests
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SAMPLE_SECONDS=$(SOAK_SAMPLE_SECONDS) SOAK_RATE=$(SOAK_RATE) \
+		$(SWIFT) test --skip-build --no-parallel --filter SoakTests
+
+## The 3-minute soak CI runs (part of `make test`).
+soak-ci:
+	$(MAKE) soak SOAK_SECONDS=180
 
 clean:
 	rm -rf .build .build-fuzz
