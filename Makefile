@@ -61,7 +61,7 @@ fuzz-ci:
 ## SOAK_SAMPLE_SECONDS and fails unless they stay flat and every notification has one result.
 SOAK_SECONDS ?= 600
 SOAK_SAMPLE_SECONDS ?= 60
-SOAK_RATE ?= 6000
+SOAK_RATE ?= 3000
 
 soak: setup
 	$(SWIFT) build --build-tests

@@ -51,7 +51,7 @@ struct SoakTests {
         defer { load.close() }
         let bridge = try CapturedProcess(BridgeBinary.url, ["run", "--config", configFile.path])
         let pid = bridge.process.processIdentifier
-        print("soak: \(settings.seconds) s at \(settings.rate) notifications/s, bridge pid \(pid), simulator faults \(Self.simulatorFaults.joined(separator: " "))")
+        report("soak: \(settings.seconds) s at \(settings.rate) notifications/s, bridge pid \(pid), simulator faults \(Self.simulatorFaults.joined(separator: " "))")
 
         // Under load: produce on schedule, read results, sample once per interval.
         var samples: [SoakSample] = []
@@ -68,7 +68,7 @@ struct SoakTests {
                     throughput: Double(load.resultsSeen - resultsAtLastSample) / Double(settings.sampleSeconds))
                 resultsAtLastSample = load.resultsSeen
                 samples.append(sample)
-                print(sample.line + "  (results \(load.resultsSeen) of \(load.produced * SoakLoad.tokensPerRequest) sent: \(load.outcomes))")
+                report(sample.line + "  (results \(load.resultsSeen) of \(load.produced * SoakLoad.tokensPerRequest) sent: \(load.outcomes))")
             }
             if elapsed >= Double(settings.seconds) { break }
         }
@@ -92,7 +92,7 @@ struct SoakTests {
         // Settle: anything more now is a duplicate.
         while try load.readResults(timeoutMilliseconds: 3_000) > 0 {}
 
-        print("soak: \(load.produced) requests, \(expected) notifications, \(load.resultsSeen) results \(load.outcomes); missing \(load.missing), duplicated \(load.duplicated)")
+        report("soak: \(load.produced) requests, \(expected) notifications, \(load.resultsSeen) results \(load.outcomes); missing \(load.missing), duplicated \(load.duplicated)")
         #expect(load.missing == 0)
         #expect(load.duplicated == 0)
         #expect(load.unreadable == 0)
@@ -103,9 +103,15 @@ struct SoakTests {
         #expect(load.outcomes["delivered", default: 0] > expected / 2, "\(load.outcomes)")
 
         try #require(samples.count >= 2, "a soak needs at least two samples (SOAK_SECONDS ≥ 2 × SOAK_SAMPLE_SECONDS)")
-        let problems = SoakSample.flatnessProblems(baseline: samples[0], last: samples[samples.count - 1], offeredRate: settings.rate)
+        let problems = SoakSample.flatnessProblems(samples: samples, offeredRate: settings.rate)
         #expect(problems.isEmpty, "\(problems)")
     }
+}
+
+/// Prints a line at once, also when standard output is a file or a pipe (CI logs).
+private func report(_ line: String) {
+    print(line)
+    fflush(nil)  // every C stream, standard output included
 }
 
 extension Duration {
