@@ -63,10 +63,12 @@ SOAK_SECONDS ?= 600
 SOAK_SAMPLE_SECONDS ?= 60
 SOAK_RATE ?= 3000
 
+## The test bundle runs directly (not through `swift test`, which holds its output back until
+## the end) so that each sample line appears as it is taken.
 soak: setup
 	$(SWIFT) build --build-tests
 	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SAMPLE_SECONDS=$(SOAK_SAMPLE_SECONDS) SOAK_RATE=$(SOAK_RATE) \
-		$(SWIFT) test --skip-build --no-parallel --filter SoakTests
+		$$($(SWIFT) build --show-bin-path)/apns-bridgePackageTests.xctest --testing-library swift-testing --filter SoakTests
 
 ## The 3-minute soak CI runs (part of `make test`).
 soak-ci:
