@@ -14,10 +14,12 @@ COPY Tests ./Tests
 RUN swift build -c release --product apns-bridge --static-swift-stdlib \
     && install -m 0755 .build/release/apns-bridge /usr/local/bin/apns-bridge
 
-# Runtime stage: Debian 12 slim with only the shared libraries the binary links.
+# Runtime stage: Debian 12 slim with only the shared libraries the binary links (ldd of the
+# release binary: libssl3, libnghttp2-14, librdkafka1 (with lz4, zstd, sasl2, zlib), libyaml,
+# libstdc++6; the Swift runtime and Foundation are linked in statically).
 FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        librdkafka1 libnghttp2-14 libssl3 libyaml-0-2 ca-certificates \
+        librdkafka1 libnghttp2-14 libssl3 libyaml-0-2 libstdc++6 ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /var/lib/apns-bridge apns-bridge \
     && install -d -o apns-bridge -g apns-bridge -m 0750 /var/lib/apns-bridge /var/lib/apns-bridge/credentials

@@ -58,10 +58,10 @@ let package = Package(
         .testTarget(name: "APNsTests", dependencies: ["TestSupport", "APNs", "APNsSimulator", "HTTP2", "JSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "APNsSimulatorTests",
-            dependencies: ["TestSupport", "APNsSimulator", "APNs", "HTTP2", "JSON", "Observability"],
+            dependencies: ["TestSupport", "APNsSimulator", "APNs", "HTTP2", "JSON", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs", "APNsSimulator"], swiftSettings: strictSettings),
+        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs", "APNsSimulator", "Metrics"], swiftSettings: strictSettings),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["TestSupport", "Bridge", "Kafka", "APNs", "APNsSimulator", "HTTP2", "JSON", "Observability", "Metrics"],

@@ -45,7 +45,7 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         arm(server.limits.headTimeout)
     }
 
-    func eventLoopReadable() {
+    package func eventLoopReadable() {
         loop.preconditionInEventLoop()
         switch phase {
         case .readingHead:
@@ -63,7 +63,7 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         }
     }
 
-    func eventLoopWritable() {
+    package func eventLoopWritable() {
         loop.preconditionInEventLoop()
         guard case .writing = phase else { return }
         flushOutput()

@@ -102,14 +102,21 @@ public final class KafkaProducer: @unchecked Sendable {
     ///   opaque pointer, so no allocation is made per message.
     /// - Throws: ``KafkaError`` when the record is not accepted (closed, queue full for too long,
     ///   unknown topic, fatal producer error); no delivery report follows then.
+    /// - Parameters:
+    ///   - value: nil produces a null value (a tombstone).
+    ///   - partition: nil lets the partitioner choose.
+    ///   - timestampMilliseconds: the record's CreateTime; nil for now.
     public func produce(
-        topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])], tag: UInt64
+        topic: String, key: [UInt8]?, value: [UInt8]?, headers: [(name: String, value: [UInt8])], tag: UInt64,
+        partition: Int32? = nil, timestampMilliseconds: Int64? = nil
     ) throws {
         var waitDeadline: UInt64?
         while true {
             let outcome = try state.withLock { state throws(KafkaError) -> ProduceOutcome in
                 guard state.isOpen else { throw KafkaError.closed("Kafka producer") }
-                return produceOnce(topic: topic, key: key, value: value, headers: headers, tag: tag)
+                return produceOnce(
+                    topic: topic, key: key, value: value, headers: headers, tag: tag, partition: partition,
+                    timestampMilliseconds: timestampMilliseconds)
             }
             switch outcome {
             case .accepted:

@@ -125,6 +125,23 @@ struct CheckCommandTests {
         #expect(errorOutput.contains("apps.bundled.auth.p12_file: tlsConfiguration: cannot decrypt PKCS#12 file"))
         #expect(!(output + errorOutput).contains("wrong passphrase\""))
     }
+
+    /// config/demo.yaml against the credentials `apns-bridge simulator --credentials` generates.
+    @Test func theShippedDemoConfigurationChecksAgainstTheSimulatorsCredentials() throws {
+        let scratch = try ScratchDirectory(prefix: "apns-bridge-demo")
+        defer { scratch.remove() }
+        let simulator = try CapturedProcess(BridgeBinary.url, ["simulator", "--listen", "127.0.0.1:0", "--credentials", scratch.path])
+        #expect(waitFor(timeout: .seconds(20)) { simulator.output.contains("APNs simulator listening") })
+        // Tests/EndToEndTests/<file> → package root
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let check = try CapturedProcess(BridgeBinary.url, ["check", "--config", root.path + "/config/demo.yaml"],
+                                        environment: ["APNS_BRIDGE_DEMO_DIR": scratch.path])
+        let status = BridgeBinary.wait(check.process, seconds: 20)
+        #expect(status == 0, "\(check.output)\(check.errorOutput)")
+        #expect(check.output.contains("apps.demo.auth: key \(scratch.path)/AuthKey_ABC123DEFG.p8 loads and signs"))
+        #expect(check.output.hasSuffix("configuration OK\n"))
+        _ = simulator.stop()
+    }
 }
 
 /// Looking for secrets in output.

@@ -54,6 +54,7 @@ struct LogSecrecyTests {
             bundle_id: com.example.legacy
             environment: sandbox
             auth: {type: certificate, cert_file: \(scratch.file("legacy.pem")), key_file: \(clientKeyFile), passphrase: "\(Self.passphrase)"}
+        http: {listen: "127.0.0.1:0"}
         log: {level: trace, format: \(format)}
         shutdown_timeout: 10s
         """)
@@ -125,12 +126,16 @@ final class CapturedProcess {
     let process = Process()
     private let directory: ScratchDirectory
 
-    init(_ executable: URL, _ arguments: [String]) throws {
+    /// Starts `executable`; `environment` entries are added to this process's environment.
+    init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
         directory = try ScratchDirectory(prefix: "apns-bridge-output")
         _ = FileManager.default.createFile(atPath: directory.file("stdout"), contents: nil)
         _ = FileManager.default.createFile(atPath: directory.file("stderr"), contents: nil)
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         process.standardOutput = FileHandle(forWritingAtPath: directory.file("stdout"))
         process.standardError = FileHandle(forWritingAtPath: directory.file("stderr"))
         try process.run()

@@ -24,7 +24,7 @@ struct HTTP1ServerTests {
             }
         }
 
-        func client() throws -> HTTP1TestClient { try HTTP1TestClient(port: server.port) }
+        func client() throws -> HTTPTestClient { try HTTPTestClient(port: server.port) }
 
         func close() {
             server.close()

@@ -25,5 +25,5 @@ create apns.requests "${REQUEST_PARTITIONS:-12}"
 create apns.results "${RESULT_PARTITIONS:-12}"
 create apns.invalid-tokens "${INVALID_TOKEN_PARTITIONS:-6}" --config cleanup.policy=compact
 create apns.dead-letters "${DEAD_LETTER_PARTITIONS:-3}"
-"$topics_tool" --bootstrap-server "$bootstrap" --describe \
-    --topic 'apns\..*' | grep -v '^\s*Topic: .*Partition:' || true
+# One summary line per topic (partition count, configuration), without the per-partition lines.
+"$topics_tool" --bootstrap-server "$bootstrap" --describe --topic 'apns\..*' | grep -v 'Partition:' || true

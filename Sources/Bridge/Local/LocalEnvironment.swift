@@ -53,10 +53,13 @@ public final class LocalEnvironment: @unchecked Sendable {
     }
 
     /// A complete bridge configuration (contract §8) for this environment. `extra` is appended
-    /// verbatim at the top level (e.g. `limits:` or `log:` sections). `http.listen` takes an
-    /// ephemeral port, so that bridges of concurrent runs never compete for 9464.
-    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "") -> String {
-        """
+    /// verbatim at the top level (e.g. `limits:` or `log:` sections); `producer` adds librdkafka
+    /// producer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
+    /// runs never compete for 9464.
+    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "",
+                                  producer: [String: String] = [:]) -> String {
+        let producerLines = producer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
+        return """
         kafka:
           brokers: \(kafka.bootstrapServers)
           group_id: \(groupID)
@@ -69,7 +72,7 @@ public final class LocalEnvironment: @unchecked Sendable {
             heartbeat.interval.ms: 500
             auto.commit.interval.ms: 200
           producer:
-            linger.ms: 2
+            linger.ms: 2\(producerLines)
         apns:
           production_url: https://127.0.0.1:\(simulator.port)
           sandbox_url: https://127.0.0.1:\(simulator.port)

@@ -18,25 +18,30 @@ public final class BridgeStatusServer: Sendable {
 
     /// How long an APNs event loop may go without running a submitted task before `/healthz`
     /// fails, and the same for the consumer loop's iterations.
-    public static let stallThreshold: Duration = .seconds(30)
+    public let stallThreshold: Duration
 
     /// Binds `host`:`port` and starts answering.
     /// - Throws: `PipelineError` naming `http.listen` when the address cannot be bound (in use,
     ///   not local) or the loop cannot start.
-    public init(pipeline: BridgePipeline, host: String, port: Int,
-                limits: HTTP1ServerLimits = HTTP1ServerLimits()) throws(PipelineError) {
+    /// - Parameter stallThreshold: how long a loop may go without answering before `/healthz`
+    ///   fails (default 30 s).
+    public init(pipeline: BridgePipeline, host: String, port: Int, limits: HTTP1ServerLimits = HTTP1ServerLimits(),
+                stallThreshold: Duration = .seconds(30)) throws(PipelineError) {
         let loop: EventLoop
         do {
             loop = try EventLoop(name: "http-status")
         } catch {
             throw PipelineError(component: "http.listen", message: "\(error)")
         }
-        let heartbeats = LoopHeartbeats(loops: pipeline.eventLoops, probeLoop: loop)
+        let heartbeats = LoopHeartbeats(
+            loops: pipeline.eventLoops, probeLoop: loop,
+            probeIntervalNanoseconds: min(1_000_000_000, stallThreshold.totalNanoseconds / 4))
         let registry = pipeline.metrics.registry
         do {
             server = try HTTP1Server(host: host, port: port, loop: loop, limits: limits) { [weak pipeline] request in
                 guard let pipeline else { return .text(503, "stopped") }
-                return Self.answer(request, pipeline: pipeline, registry: registry, heartbeats: heartbeats)
+                return Self.answer(request, pipeline: pipeline, registry: registry, heartbeats: heartbeats,
+                                   stallThreshold: stallThreshold)
             }
         } catch {
             loop.shutdown()
@@ -44,6 +49,7 @@ public final class BridgeStatusServer: Sendable {
         }
         self.loop = loop
         self.heartbeats = heartbeats
+        self.stallThreshold = stallThreshold
         self.port = server.port
         heartbeats.start()
         Logger(label: "bridge.http").info("serving /metrics, /healthz and /readyz", metadata: [
@@ -59,7 +65,7 @@ public final class BridgeStatusServer: Sendable {
     }
 
     private static func answer(_ request: HTTP1Request, pipeline: BridgePipeline, registry: MetricsRegistry,
-                               heartbeats: LoopHeartbeats) -> HTTP1Response {
+                               heartbeats: LoopHeartbeats, stallThreshold: Duration) -> HTTP1Response {
         switch request.path {
         case "/metrics":
             return HTTP1Response(status: 200, contentType: PrometheusText.contentType, body: Array(registry.render().utf8))
@@ -83,22 +89,23 @@ public final class BridgeStatusServer: Sendable {
     }
 }
 
-/// Proves that event loops answer: once a second the probe loop submits a task to each watched
-/// loop, which records when it ran. A loop stuck in a callback stops recording.
+/// Proves that event loops answer: every probe interval the probe loop submits a task to each
+/// watched loop, which records when it ran. A loop stuck in a callback stops recording.
 final class LoopHeartbeats: Sendable {
     private let loops: [EventLoop]
     private let probeLoop: EventLoop
     private let lastRun: [Heartbeat]
     private let stopped = Atomic<Bool>(false)
-    private static let probeIntervalNanoseconds: UInt64 = 1_000_000_000
+    private let probeIntervalNanoseconds: UInt64
 
     private final class Heartbeat: Sendable {
         let nanoseconds = Atomic<UInt64>(Timestamp.monotonicNanoseconds())
     }
 
-    init(loops: [EventLoop], probeLoop: EventLoop) {
+    init(loops: [EventLoop], probeLoop: EventLoop, probeIntervalNanoseconds: UInt64) {
         self.loops = loops
         self.probeLoop = probeLoop
+        self.probeIntervalNanoseconds = max(1_000_000, probeIntervalNanoseconds)
         lastRun = loops.map { _ in Heartbeat() }
     }
 
@@ -115,7 +122,7 @@ final class LoopHeartbeats: Sendable {
         for (loop, heartbeat) in zip(loops, lastRun) {
             loop.execute { heartbeat.nanoseconds.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed) }
         }
-        probeLoop.schedule(afterNanoseconds: Self.probeIntervalNanoseconds) { [self] in probe() }
+        probeLoop.schedule(afterNanoseconds: probeIntervalNanoseconds) { [self] in probe() }
     }
 
     /// A one-line description of the first loop that has not run a probe within `threshold`.

@@ -12,7 +12,8 @@ import Synchronization
 /// serves delivery reports, which complete input offsets and store them for commit (librdkafka
 /// commits stored offsets every `auto.commit.interval.ms`, and once more on close).
 public final class BridgePipeline: Sendable {
-    let configuration: BridgeConfiguration
+    /// The configuration it runs with, passphrases removed (they were needed to load the keys only).
+    public let configuration: BridgeConfiguration
     let logger = Logger(label: "bridge.pipeline")
     let group: EventLoopGroup
     let consumer: KafkaConsumer
@@ -24,6 +25,7 @@ public final class BridgePipeline: Sendable {
     let pausedPartitions = Locked<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
+    let peakInFlightValue = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
     /// Every series of `/metrics` (contract §10).
@@ -45,7 +47,8 @@ public final class BridgePipeline: Sendable {
     ///   about half a second after resuming, so a short wait keeps a busy pipeline fed; pausing
     ///   remains the answer to a stall (APNs or Kafka down).
     public init(configuration: BridgeConfiguration, backpressureGrace: Duration = .seconds(1)) throws(PipelineError) {
-        self.configuration = configuration
+        // Passphrases are used by the dispatcher's credential loading below, and kept by nobody.
+        self.configuration = configuration.removingPassphrases()
         self.backpressureGraceNanoseconds = backpressureGrace.totalNanoseconds
         self.decoder = PushRequestDecoder(configuration: configuration)
         let metrics = BridgeMetrics(configuration: configuration)
@@ -122,9 +125,34 @@ public final class BridgePipeline: Sendable {
         fatalState.withLock { $0 }
     }
 
-    /// Notifications waiting for APNs plus output records waiting for Kafka's acknowledgement.
+    /// Notifications waiting for APNs plus results and dead letters waiting for Kafka's acknowledgement.
     public var inFlightCount: Int {
         inFlight
+    }
+
+    /// Partitions currently assigned to this member.
+    public var assignedPartitionCount: Int {
+        partitions.withLock { $0.count }
+    }
+
+    /// Assigned partitions whose fetching is paused by backpressure.
+    public var pausedPartitionCount: Int {
+        pausedPartitions.withLock { $0.count }
+    }
+
+    /// Notifications handed to APNs and not answered yet.
+    public var notificationsAwaitingAPNs: Int {
+        dispatcher.inFlight
+    }
+
+    /// Results and dead letters handed to the producer and not acknowledged by Kafka yet.
+    public var outputsAwaitingKafka: Int {
+        publisher.pendingCount
+    }
+
+    /// The most in-flight work seen since start: at most `limits.max_in_flight` plus one request.
+    public var peakInFlight: Int {
+        peakInFlightValue.load(ordering: .relaxed)
     }
 
     /// librdkafka's queue bound, from `limits.max_in_flight`: room for every output the work in

@@ -38,7 +38,8 @@ public struct ConfigurationFinding: Sendable, Equatable, CustomStringConvertible
 /// Everything `apns-bridge check` can verify without connecting to Kafka or APNs: every app's
 /// key or certificate loads (a token key signs a provider token; a certificate's key matches
 /// it and its passphrase opens it), certificates are valid now and not within 30 days of
-/// expiry, the CA file reads, key files are not readable by group or others.
+/// expiry, the CA file reads, key files are not readable by group or others, and librdkafka
+/// accepts every property passed through (without connecting).
 public enum ConfigurationCheck {
     /// Certificates that expire sooner than this are reported as a warning: 30 days.
     public static let expiryWarningSeconds: Int64 = 30 * 24 * 3600
@@ -54,6 +55,13 @@ public enum ConfigurationCheck {
     /// Runs every check. `now` is Unix seconds (injected so expiry rules are testable).
     public static func run(_ configuration: BridgeConfiguration, now: Int64 = Int64(time(nil))) -> [ConfigurationFinding] {
         var findings: [ConfigurationFinding] = []
+        do {
+            try validateKafkaProperties(configuration)
+            let count = configuration.kafka.consumer.count + configuration.kafka.producer.count
+            findings.append(.init(.ok, "kafka", "\(count) pass-through librdkafka propert\(count == 1 ? "y" : "ies") accepted by librdkafka"))
+        } catch {
+            findings.append(.init(.error, error.keyPath, error.message))
+        }
         if let caFile = configuration.apns.caFile {
             findings += checkCAFile(caFile, now: now)
         }

@@ -32,7 +32,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
     init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink) throws(PipelineError) {
-        self.configuration = configuration
+        self.configuration = configuration.removingPassphrases()
         self.group = group
         self.publisher = publisher
         var credentials: [String: AppCredentials] = [:]
@@ -59,11 +59,14 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         abandoning.store(true, ordering: .releasing)
     }
 
-    /// Closes every pool; what is still queued or in flight finishes without an answer.
+    /// Closes every pool; what is still queued or in flight finishes without an answer. The pools
+    /// are released: their connections hold this dispatcher as their delegate, so keeping them
+    /// would make a cycle that outlives the pipeline.
     func shutdown() {
         for pool in pools.values {
             pool.shutdown()
         }
+        pools.removeAll()
     }
 
     private func pool(app: String, environment: PushEnvironment) -> APNsClient? {

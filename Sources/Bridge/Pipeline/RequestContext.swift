@@ -54,14 +54,25 @@ final class RequestContext: Sendable {
     }
 
     /// The context as a tag that keeps it alive until `fromTag` takes it back.
-    func retainedTag() -> UInt64 {
-        UInt64(UInt(bitPattern: Unmanaged.passRetained(self).toOpaque()))
+    /// - Parameter countsAsWork: false for an output that rides along with another one of the
+    ///   same token (an invalid-token record next to its result), which `limits.max_in_flight`
+    ///   does not count twice. Kept in the pointer's lowest bit (objects are 16-byte aligned).
+    func retainedTag(countsAsWork: Bool = true) -> UInt64 {
+        let pointer = UInt64(UInt(bitPattern: Unmanaged.passRetained(self).toOpaque()))
+        return countsAsWork ? pointer : pointer | RequestContext.uncountedBit
+    }
+
+    private static let uncountedBit: UInt64 = 1
+
+    /// Whether the output behind `tag` counts as in-flight work (see `retainedTag(countsAsWork:)`).
+    static func countsAsWork(_ tag: UInt64) -> Bool {
+        tag & uncountedBit == 0
     }
 
     /// Takes back a context passed through `retainedTag()`; each tag is taken back exactly once.
     static func fromTag(_ tag: UInt64) -> RequestContext {
-        // invariant: tags only ever come from retainedTag(), so the bit pattern is a live pointer.
-        let pointer = UnsafeRawPointer(bitPattern: UInt(tag))!
+        // invariant: tags only ever come from retainedTag(), so the bit pattern (less the flag) is a live pointer.
+        let pointer = UnsafeRawPointer(bitPattern: UInt(tag & ~uncountedBit))!
         return Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
     }
 }

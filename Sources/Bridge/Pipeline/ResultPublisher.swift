@@ -38,9 +38,10 @@ final class ResultPublisher: ResultSink {
         self.deadLetterTopic = kafka.deadLetterTopic
     }
 
-    /// Output records handed over and not yet acknowledged by Kafka (in the outbox or in
-    /// librdkafka's queue): part of what backpressure bounds, so a slow or full Kafka pauses
-    /// fetching instead of making results pile up in memory.
+    /// Results and dead letters handed over and not yet acknowledged by Kafka (in the outbox or
+    /// in librdkafka's queue): part of what backpressure bounds, so a slow or full Kafka pauses
+    /// fetching instead of making results pile up in memory. An invalid-token record rides along
+    /// with its token's result and is not counted again.
     var pendingCount: Int { unacknowledged.load(ordering: .relaxed) }
 
     /// After a fatal error: nothing more is produced. Outputs not produced keep their holds, so
@@ -49,9 +50,11 @@ final class ResultPublisher: ResultSink {
         stopped.store(true, ordering: .releasing)
     }
 
-    /// Producer thread: Kafka acknowledged (or finally failed) one record.
-    func acknowledged() {
-        unacknowledged.subtract(1, ordering: .relaxed)
+    /// Publisher thread: Kafka acknowledged (or finally failed) the record produced with `tag`.
+    func acknowledged(tag: UInt64) {
+        if RequestContext.countsAsWork(tag) {
+            unacknowledged.subtract(1, ordering: .relaxed)
+        }
     }
 
     /// Publishes one result on the results topic, keyed by the request id.
@@ -67,7 +70,8 @@ final class ResultPublisher: ResultSink {
         var value: [UInt8] = []
         value.reserveCapacity(256)
         ResultRecordEncoder.appendInvalidToken(record, to: &value)
-        produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: value, headers: context.requestIDHeader, context: context)
+        produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: value, headers: context.requestIDHeader,
+                context: context, countsAsWork: false)
     }
 
     /// Publishes an input record that could not become notifications, with its key and headers,
@@ -110,14 +114,18 @@ final class ResultPublisher: ResultSink {
         key: [UInt8]?,
         value: [UInt8],
         headers: [(name: String, value: [UInt8])],
-        context: RequestContext
+        context: RequestContext,
+        countsAsWork: Bool = true
     ) {
         context.retain()
         // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
         guard !stopped.load(ordering: .acquiring) else { return }
-        unacknowledged.add(1, ordering: .relaxed)
+        if countsAsWork {
+            unacknowledged.add(1, ordering: .relaxed)
+        }
         // Never blocks: the producer's publisher thread hands it to librdkafka. A record Kafka
         // refuses comes back through the delivery handler with its error, like a failed delivery.
-        producer.enqueue(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: context.retainedTag()))
+        let tag = context.retainedTag(countsAsWork: countsAsWork)
+        producer.enqueue(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: tag))
     }
 }
