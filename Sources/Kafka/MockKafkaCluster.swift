@@ -82,20 +82,6 @@ public final class MockKafkaCluster: @unchecked Sendable {
         _ = try? withCluster { rd_kafka_mock_broker_set_up($0, id) }
     }
 
-    /// Makes broker `id` the coordinator of consumer group `groupID` (the group's members find
-    /// the new coordinator after their next request to the old one fails).
-    public func setGroupCoordinator(groupID: String, broker id: Int32) throws {
-        let result = try withCluster { rd_kafka_mock_coordinator_set($0, "group", groupID, id) }
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "move coordinator of \(groupID)") }
-    }
-
-    /// Makes broker `id` the leader of `topic`'s `partition` (clients learn it from the
-    /// NOT_LEADER_FOR_PARTITION answers of the old leader and the next metadata refresh).
-    public func setPartitionLeader(topic: String, partition: Int32, broker id: Int32) throws {
-        let result = try withCluster { rd_kafka_mock_partition_set_leader($0, topic, partition, id) }
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "move leader of \(topic)/\(partition)") }
-    }
-
     /// Makes the next `errors.count` requests with `apiKey` fail with these error codes, in
     /// order (``KafkaError/Code`` has common ones).
     public func pushRequestErrors(apiKey: Int16, errors: [Int32]) {
