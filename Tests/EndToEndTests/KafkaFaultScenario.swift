@@ -47,8 +47,9 @@ struct KafkaFaultScenario {
         waitFor(timeout: timeout, every: .milliseconds(250)) { committedCount() == Int64(count) }
     }
 
-    /// Reads the three output topics from the beginning, each until one record more than expected
-    /// arrived or nothing more came within a few seconds, so that a duplicate is counted too.
+    /// Reads the three output topics from the beginning, each until the expected count arrived
+    /// (up to 30 s), then again until one record more arrived or nothing more came within a few
+    /// seconds, so that a duplicate is counted too; the longer of the two reads is kept.
     /// - Parameter allowingDuplicates: read on past that (up to three times the expected count),
     ///   for runs where at least once may repeat outputs (a crash).
     func settledOutputs(allowingDuplicates: Bool = false) -> SettledOutputs {
@@ -56,11 +57,14 @@ struct KafkaFaultScenario {
         let expected = [workload.expectedResults, workload.expectedDeadLetters, workload.expectedInvalidTokens]
         let read = Locked<[Int: [KafkaMessage]]>([:])
         DispatchQueue.concurrentPerform(iterations: topics.count) { index in
-            let messages = (try? KafkaTopicReader.readAll(
-                bootstrapServers: environment.kafka.bootstrapServers, topic: topics[index],
-                expectedCount: allowingDuplicates ? 3 * expected[index] + 1 : expected[index] + 1,
-                timeoutMilliseconds: 4_000)) ?? []
-            read.withLock { $0[index] = messages }
+            func readTopic(count: Int, milliseconds: Int) -> [KafkaMessage] {
+                (try? KafkaTopicReader.readAll(
+                    bootstrapServers: environment.kafka.bootstrapServers, topic: topics[index],
+                    expectedCount: count, timeoutMilliseconds: milliseconds)) ?? []
+            }
+            let complete = readTopic(count: expected[index], milliseconds: 30_000)
+            let settled = readTopic(count: allowingDuplicates ? 3 * expected[index] + 1 : expected[index] + 1, milliseconds: 4_000)
+            read.withLock { $0[index] = settled.count > complete.count ? settled : complete }
         }
         let byTopic = read.withLock { $0 }
         return SettledOutputs(
