@@ -48,23 +48,17 @@ struct KafkaFaultScenario {
     }
 
     /// Reads the three output topics from the beginning, each until the expected count arrived
-    /// (up to 30 s), then again until one record more arrived or nothing more came within a few
-    /// seconds, so that a duplicate is counted too; the longer of the two reads is kept.
-    /// - Parameter allowingDuplicates: read on past that (up to three times the expected count),
-    ///   for runs where at least once may repeat outputs (a crash).
+    /// (up to 30 s) and then for 3 s more, so that a duplicate is counted too.
+    /// - Parameter allowingDuplicates: for runs where at least once may repeat outputs (a crash).
     func settledOutputs(allowingDuplicates: Bool = false) -> SettledOutputs {
         let topics = [environment.resultsTopic, environment.deadLetterTopic, environment.invalidTokensTopic]
         let expected = [workload.expectedResults, workload.expectedDeadLetters, workload.expectedInvalidTokens]
         let read = Locked<[Int: [KafkaMessage]]>([:])
         DispatchQueue.concurrentPerform(iterations: topics.count) { index in
-            func readTopic(count: Int, milliseconds: Int) -> [KafkaMessage] {
-                (try? KafkaTopicReader.readAll(
-                    bootstrapServers: environment.kafka.bootstrapServers, topic: topics[index],
-                    expectedCount: count, timeoutMilliseconds: milliseconds)) ?? []
-            }
-            let complete = readTopic(count: expected[index], milliseconds: 30_000)
-            let settled = readTopic(count: allowingDuplicates ? 3 * expected[index] + 1 : expected[index] + 1, milliseconds: 4_000)
-            read.withLock { $0[index] = settled.count > complete.count ? settled : complete }
+            let messages = (try? KafkaTopicReader.readAll(
+                bootstrapServers: environment.kafka.bootstrapServers, topic: topics[index],
+                expectedCount: expected[index], timeoutMilliseconds: 30_000, settleMilliseconds: 3_000)) ?? []
+            read.withLock { $0[index] = messages }
         }
         let byTopic = read.withLock { $0 }
         return SettledOutputs(
