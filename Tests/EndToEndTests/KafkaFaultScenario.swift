@@ -24,9 +24,10 @@ struct KafkaFaultScenario {
     var firstHalf: ArraySlice<DemoWorkload.Record> { workload.records.prefix(workload.records.count / 2) }
     var secondHalf: ArraySlice<DemoWorkload.Record> { workload.records.dropFirst(workload.records.count / 2) }
 
-    /// The bridge's configuration, with the consumer's session timeout set to `sessionTimeoutMilliseconds`.
-    func configurationYAML(sessionTimeoutMilliseconds: Int = 6000) -> String {
-        environment.configurationYAML(groupID: groupID)
+    /// The bridge's configuration, with the consumer's session timeout set to
+    /// `sessionTimeoutMilliseconds` and `producer` added to the producer's properties.
+    func configurationYAML(sessionTimeoutMilliseconds: Int = 6000, producer: [String: String] = [:]) -> String {
+        environment.configurationYAML(groupID: groupID, producer: producer)
             .replacingOccurrences(of: "session.timeout.ms: 6000", with: "session.timeout.ms: \(sessionTimeoutMilliseconds)")
     }
 
