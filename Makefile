@@ -26,7 +26,10 @@ release: setup
 ## the same suite again built with AddressSanitizer (+ LeakSanitizer): memory safety is a standing
 ## check. One test at a time: many tests run servers, event loops and Kafka clients of their own,
 ## and on a 2-core machine parallel tests starve each other's threads.
-## Measured on the 2-core development machine, from a clean checkout: TEST_DURATION_PLACEHOLDER
+## Measured 2026-11-30 on the 2-core development machine from a clean clone, while other builds
+## and tests ran on it (load average 10-14): 21.5 min up to the end of the AddressSanitizer pass
+## (debug build 7.5 min, suite 5.5 min, ASan build 3 min, ASan suite 5 min), plus the fuzz-ci
+## pass (about 3 min). Less loaded (load 1-3), the suite took 2.5 min and the ASan suite 3.5 min.
 test: setup lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --no-parallel
@@ -40,9 +43,13 @@ asan: setup
 
 ## The suite under ThreadSanitizer (its own build directory). Not part of `make test`: see the
 ## figures above; run it after touching threads, locks or event loops.
+## librdkafka's C11 threads and locks go through pthread for the sanitizer to see them (see
+## scripts/sanitizers/c11threads-for-tsan.c).
 tsan: setup
 	$(SWIFT) build --build-tests --sanitize thread --build-path $(TSAN_BUILD)
-	$(SANITIZER_ENV) $(SWIFT) test --skip-build --sanitize thread --build-path $(TSAN_BUILD) --no-parallel
+	clang -shared -fPIC -O1 -o $(TSAN_BUILD)/libc11threads-for-tsan.so scripts/sanitizers/c11threads-for-tsan.c
+	LD_PRELOAD=$(CURDIR)/$(TSAN_BUILD)/libc11threads-for-tsan.so $(SANITIZER_ENV) \
+		$(SWIFT) test --skip-build --sanitize thread --build-path $(TSAN_BUILD) --no-parallel
 
 ## Static checks of the compose stack, every YAML file and every shell script (scripts/lint):
 ## docker-compose config -q (also with the production override), yamllint, shellcheck.

@@ -186,7 +186,7 @@ struct DeliveryGuaranteeTests {
         defer { log.remove() }
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == count })
         #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
         kill(process.processIdentifier, SIGTERM)

@@ -95,7 +95,7 @@ struct PoisonRecordTests {
         let log = try ScratchDirectory()
         defer { log.remove() }
         let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
 
         let expectedResults = records.reduce(0) { sum, record in
             if case .results(let count, _) = record.expected { return sum + count }

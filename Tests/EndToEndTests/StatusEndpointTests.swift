@@ -181,7 +181,7 @@ struct StatusEndpointTests {
             .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)")
         let configFile = try TemporaryFile(contents: yaml)
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
 
         #expect(await eventually(timeout: .seconds(30)) { HTTPTestClient.get(port: port, "/readyz")?.status == 200 })
         #expect(HTTPTestClient.get(port: port, "/healthz")?.status == 200)

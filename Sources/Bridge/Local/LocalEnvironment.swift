@@ -56,8 +56,8 @@ public final class LocalEnvironment: @unchecked Sendable {
     /// verbatim at the top level (e.g. `limits:` or `log:` sections); `producer` adds librdkafka
     /// producer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
     /// runs never compete for 9464.
-    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "",
-                                  producer: [String: String] = [:]) -> String {
+    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false,
+                                  extra: String = "", producer: [String: String] = [:]) -> String {
         let producerLines = producer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
         return """
         kafka:
@@ -67,6 +67,7 @@ public final class LocalEnvironment: @unchecked Sendable {
           results_topic: \(resultsTopic)
           invalid_tokens_topic: \(invalidTokensTopic)
           dead_letter_topic: \(deadLetterTopic)
+          exactly_once: \(exactlyOnce)
           consumer:
             session.timeout.ms: 6000
             heartbeat.interval.ms: 500
@@ -92,8 +93,12 @@ public final class LocalEnvironment: @unchecked Sendable {
     }
 
     /// The parsed configuration of `configurationYAML`.
-    public func configuration(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "") throws -> BridgeConfiguration {
-        try BridgeConfiguration.parse(yaml: configurationYAML(groupID: groupID, connections: connections, extra: extra), environment: [:])
+    public func configuration(
+        groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false, extra: String = ""
+    ) throws -> BridgeConfiguration {
+        try BridgeConfiguration.parse(
+            yaml: configurationYAML(groupID: groupID, connections: connections, exactlyOnce: exactlyOnce, extra: extra),
+            environment: [:])
     }
 
     /// Stops the simulator and the cluster and removes the generated files.

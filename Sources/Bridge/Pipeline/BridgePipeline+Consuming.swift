@@ -16,9 +16,17 @@ extension BridgePipeline {
         consuming.store(true, ordering: .relaxed)
         defer { consuming.store(false, ordering: .relaxed) }
         dispatcher.start()
+        if let committer {
+            do {
+                try committer.start()
+            } catch {
+                fail("transaction committer: \(error)")
+            }
+        }
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
+            "kafka.exactly_once": "\(configuration.kafka.exactlyOnce)",
         ])
         // Records polled and not yet admitted, with the assignment they were fetched under.
         var waiting = AdmissionQueue(largestWork: configuration.limits.maxTokensPerRequest)
@@ -135,15 +143,18 @@ extension BridgePipeline {
             logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
             let consumer = self.consumer
             let logger = self.logger
+            let completion: PartitionProgress.Completion = committer != nil
+                ? .transactional
+                : .storeOffsets { topicPartition, next in
+                    do {
+                        try consumer.storeOffsets([(topicPartition, nextOffset: next)])
+                    } catch {
+                        logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
+                    }
+                }
             partitions.withLock { map in
                 for topicPartition in assigned {
-                    map[topicPartition] = PartitionProgress(topicPartition: topicPartition) { topicPartition, next in
-                        do {
-                            try consumer.storeOffsets([(topicPartition, nextOffset: next)])
-                        } catch {
-                            logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
-                        }
-                    }
+                    map[topicPartition] = PartitionProgress(topicPartition: topicPartition, completion: completion)
                 }
             }
             // While fetching is held back, new partitions join the pause.
@@ -158,10 +169,22 @@ extension BridgePipeline {
             }
         case .revoked(let revoked), .lost(let revoked):
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
-            partitions.withLock { map in
-                for topicPartition in revoked {
-                    map.removeValue(forKey: topicPartition)?.revoke()
+            let leaving = partitions.withLock { map in revoked.compactMap { map.removeValue(forKey: $0) } }
+            if let committer {
+                // Commit what they released, drop the rest: the new owner starts where this stops.
+                committer.finish(revoking: leaving)
+                let offsets = leaving.compactMap { progress in
+                    progress.committedNextOffset.map { (progress.topicPartition, nextOffset: $0) }
                 }
+                if case .revoked = event, fatalReason == nil {
+                    do {
+                        try consumer.commitSync(offsets)
+                    } catch {
+                        logger.debug("offsets of revoked partitions not committed again", metadata: ["error": "\(error)"])
+                    }
+                }
+            } else {
+                for progress in leaving { progress.revoke() }
             }
             // librdkafka keeps an application pause across unassignment: resume before letting
             // go, or the partition would come back paused if it is assigned here again.
@@ -279,6 +302,7 @@ extension BridgePipeline {
         }
         dispatcher.abandonUnanswered()
         dispatcher.shutdown()
+        committer?.stop()
         producer.close(flushTimeoutMilliseconds: Int32(clamping: millisecondsLeft()))
         consumer.close(timeoutMilliseconds: millisecondsLeft())
         group.shutdown()
