@@ -11,7 +11,7 @@ TSAN_BUILD = .build-tsan
 SANITIZER_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/lsan.supp:print_suppressions=0 \
 	TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/tsan.supp:halt_on_error=0
 
-.PHONY: setup build release test asan tsan lint run bench bench-memory fuzz fuzz-build fuzz-ci clean
+.PHONY: setup build release test asan tsan lint run bench bench-memory fuzz fuzz-build fuzz-ci soak soak-ci clean
 
 setup:
 	@scripts/setup
@@ -35,6 +35,7 @@ test: setup lint
 	$(SWIFT) test --skip-build --no-parallel
 	$(MAKE) asan
 	$(MAKE) fuzz-ci
+	$(MAKE) soak-ci
 
 ## The suite under AddressSanitizer and LeakSanitizer (its own build directory).
 asan: setup
@@ -90,6 +91,25 @@ fuzz: fuzz-build
 ## from scratch (about 3 minutes in all on the 2-core development machine).
 fuzz-ci:
 	$(MAKE) fuzz FUZZ_SECONDS=20
+
+## Soak (docs/RELIABILITY.md): the bridge binary for SOAK_SECONDS at SOAK_RATE notifications/s
+## against the APNs simulator with faults on (GOAWAY, dropped connections, 503s, latency) and the
+## mock Kafka cluster; prints the bridge's RSS, open descriptors, threads and throughput every
+## SOAK_SAMPLE_SECONDS and fails unless they stay flat and every notification has one result.
+SOAK_SECONDS ?= 600
+SOAK_SAMPLE_SECONDS ?= 60
+SOAK_RATE ?= 3000
+
+## The test bundle runs directly (not through `swift test`, which holds its output back until
+## the end) so that each sample line appears as it is taken.
+soak: setup
+	$(SWIFT) build --build-tests
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SAMPLE_SECONDS=$(SOAK_SAMPLE_SECONDS) SOAK_RATE=$(SOAK_RATE) \
+		$$($(SWIFT) build --show-bin-path)/apns-bridgePackageTests.xctest --testing-library swift-testing --filter SoakTests
+
+## The 3-minute soak CI runs (part of `make test`).
+soak-ci:
+	$(MAKE) soak SOAK_SECONDS=180
 
 clean:
 	rm -rf .build .build-fuzz $(ASAN_BUILD) $(TSAN_BUILD)

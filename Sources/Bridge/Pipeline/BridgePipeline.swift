@@ -100,7 +100,8 @@ public final class BridgePipeline: Sendable {
             : nil
         do {
             dispatcher = try NotificationDispatcher(
-                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics))
+                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics),
+                metrics: metrics)
         } catch {
             producer.close()
             consumer.close()
