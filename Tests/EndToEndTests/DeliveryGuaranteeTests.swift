@@ -150,7 +150,10 @@ struct DeliveryGuaranteeTests {
         #expect(second.stop() == 0)
     }
 
-    @Test func inFlightWorkNeverExceedsTheLimitByMoreThanOneRequest() throws {
+    /// Also exactly once, where outputs leave memory only when their transaction commits: the
+    /// in-flight work must drain through the committer, or admission stops for good at the limit.
+    @Test(arguments: [false, true])
+    func inFlightWorkNeverExceedsTheLimitByMoreThanOneRequest(exactlyOnce: Bool) throws {
         let environment = try LocalEnvironment(partitions: 2)
         defer { environment.close() }
         let fanOut = 25
@@ -163,7 +166,7 @@ struct DeliveryGuaranteeTests {
         try environment.simulator.setFaults(APNsSimulatorFaults(latency: .milliseconds(50)))
         let limit = 60
         let runner = try BackgroundPipeline(configuration: try environment.configuration(
-            groupID: "e2e-bound", extra: "limits: {max_in_flight: \(limit)}"))
+            groupID: "e2e-bound", exactlyOnce: exactlyOnce, extra: "limits: {max_in_flight: \(limit)}"))
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: records.count * fanOut, timeoutMilliseconds: 60_000, settleMilliseconds: 500)
