@@ -1,21 +1,36 @@
-# Build stage: the Swift toolchain plus the Debian -dev packages the project links against.
+# apns-bridge image: `docker build -t apns-bridge .` (docker-compose.yml builds it too).
+
+# Build stage: the Swift toolchain the project is developed with, on Debian 12, plus the -dev
+# packages it links against.
 FROM swift:6.3-bookworm AS build
 WORKDIR /src
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         librdkafka-dev libnghttp2-dev libssl-dev libyaml-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
+# Package.swift names the test targets too (Tests/TestSupport is a plain target), so both trees go in.
 COPY Package.swift ./
 COPY Sources ./Sources
-RUN swift build -c release --static-swift-stdlib && cp .build/release/apns-bridge /usr/local/bin/
+COPY Tests ./Tests
+RUN swift build -c release --product apns-bridge --static-swift-stdlib \
+    && install -m 0755 .build/release/apns-bridge /usr/local/bin/apns-bridge
 
-# Runtime stage: only the shared libraries.
+# Runtime stage: Debian 12 slim with only the shared libraries the binary links (ldd of the
+# release binary: libssl3, libnghttp2-14, librdkafka1 (with lz4, zstd, sasl2, zlib), libyaml,
+# libstdc++6; the Swift runtime and Foundation are linked in statically).
 FROM debian:bookworm-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        librdkafka1 libnghttp2-14 libssl3 libyaml-0-2 ca-certificates \
-    && rm -rf /var/lib/apt/lists/* && useradd --system --uid 10001 apns-bridge
+        librdkafka1 libnghttp2-14 libssl3 libyaml-0-2 libstdc++6 ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --home-dir /var/lib/apns-bridge apns-bridge \
+    && install -d -o apns-bridge -g apns-bridge -m 0750 /var/lib/apns-bridge /var/lib/apns-bridge/credentials
 COPY --from=build /usr/local/bin/apns-bridge /usr/local/bin/apns-bridge
-COPY config/bridge.yaml /etc/apns-bridge/bridge.yaml
+COPY deploy/docker/entrypoint.sh /usr/local/bin/apns-bridge-entrypoint
+COPY deploy/docker/healthcheck.sh /usr/local/bin/apns-bridge-healthcheck
+COPY config/ /etc/apns-bridge/
 USER apns-bridge
+WORKDIR /var/lib/apns-bridge
+ENV APNS_BRIDGE_CONFIG=/etc/apns-bridge/bridge.yaml
+# http.listen (/metrics, /healthz, /readyz); the configuration decides the address.
 EXPOSE 9464
-ENTRYPOINT ["/usr/local/bin/apns-bridge"]
-CMD ["run", "--config", "/etc/apns-bridge/bridge.yaml"]
+ENTRYPOINT ["/usr/local/bin/apns-bridge-entrypoint"]
+CMD ["run"]

@@ -5,7 +5,8 @@ import PackageDescription
 ///
 /// C libraries come from Debian (`scripts/setup` installs them) and enter Swift only through the
 /// four `systemLibrary` targets below. Only `Kafka`, `HTTP2`, `APNs`, `APNsSimulator` and `YAML` import them;
-/// `JSON` (the strict request and answer parser) and `Bridge` are plain Swift.
+/// `JSON` (the strict request and answer parser), `Metrics` (the Prometheus registry) and
+/// `Bridge` are plain Swift.
 let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
@@ -22,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
 
         .target(name: "Observability", swiftSettings: strictSettings),
+        .target(name: "Metrics", dependencies: ["Observability"], swiftSettings: strictSettings),
         .target(name: "Kafka", dependencies: ["CRdKafka", "Observability"], swiftSettings: strictSettings),
         .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "Observability"], swiftSettings: strictSettings),
         .target(name: "JSON", swiftSettings: strictSettings),
@@ -36,12 +38,12 @@ let package = Package(
         .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: strictSettings),
         .target(
             name: "Bridge",
-            dependencies: ["Kafka", "HTTP2", "APNs", "APNsSimulator", "JSON", "YAML", "Observability"],
+            dependencies: ["Kafka", "HTTP2", "APNs", "APNsSimulator", "JSON", "YAML", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "apns-bridge",
-            dependencies: ["Bridge", "APNs", "APNsSimulator", "Kafka", "HTTP2", "Observability"],
+            dependencies: ["Bridge", "APNs", "APNsSimulator", "Kafka", "HTTP2", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
 
@@ -49,21 +51,43 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["TestSupport", "Observability"], swiftSettings: strictSettings),
+        .testTarget(name: "MetricsTests", dependencies: ["TestSupport", "Metrics"], swiftSettings: strictSettings),
         .testTarget(name: "KafkaTests", dependencies: ["TestSupport", "Kafka"], swiftSettings: strictSettings),
         .testTarget(name: "JSONTests", dependencies: ["TestSupport", "JSON"], swiftSettings: strictSettings),
         .testTarget(name: "HTTP2Tests", dependencies: ["TestSupport", "HTTP2", "APNsSimulator"], swiftSettings: strictSettings),
         .testTarget(name: "APNsTests", dependencies: ["TestSupport", "APNs", "APNsSimulator", "HTTP2", "JSON"], swiftSettings: strictSettings),
         .testTarget(
             name: "APNsSimulatorTests",
-            dependencies: ["TestSupport", "APNsSimulator", "APNs", "HTTP2", "JSON", "Observability"],
+            dependencies: ["TestSupport", "APNsSimulator", "APNs", "HTTP2", "JSON", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs", "APNsSimulator"], swiftSettings: strictSettings),
+        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs", "APNsSimulator", "Metrics"], swiftSettings: strictSettings),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TestSupport", "Bridge", "Kafka", "APNs", "APNsSimulator", "HTTP2", "JSON", "Observability"],
+            dependencies: ["TestSupport", "Bridge", "Kafka", "APNs", "APNsSimulator", "HTTP2", "JSON", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (fuzz/targets, docs/FUZZING.md): only declared when APNS_BRIDGE_FUZZ is set,
+// as `make fuzz` does, because they build only with `-sanitize=fuzzer` (libFuzzer supplies
+// `main`). Ordinary `swift build` and `swift test` never see them.
+if Context.environment["APNS_BRIDGE_FUZZ"] != nil {
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("fuzz-json", ["JSON"]),
+        ("fuzz-push-request", ["Bridge", "APNs", "HTTP2", "JSON"]),
+        ("fuzz-configuration", ["Bridge"]),
+        ("fuzz-http2-response", ["HTTP2", "APNs"]),
+    ]
+    package.targets.append(.systemLibrary(name: "CLibFuzzer", path: "fuzz/CLibFuzzer"))
+    package.targets.append(.target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "fuzz/targets/FuzzSupport",
+                                   swiftSettings: strictSettings))
+    for target in fuzzTargets {
+        package.targets.append(.executableTarget(
+            name: target.name, dependencies: target.dependencies + ["FuzzSupport"], path: "fuzz/targets/\(target.name)",
+            swiftSettings: strictSettings
+        ))
+    }
+}

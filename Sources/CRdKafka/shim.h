@@ -63,6 +63,19 @@ static inline rd_kafka_vu_t apnsb_rd_kafka_vu_header(const char *name, const voi
     return vu;
 }
 
+static inline rd_kafka_vu_t apnsb_rd_kafka_vu_timestamp(int64_t milliseconds) {
+    rd_kafka_vu_t vu;
+    vu.vtype = RD_KAFKA_VTYPE_TIMESTAMP;
+    vu.u.i64 = milliseconds;
+    return vu;
+}
+static inline rd_kafka_vu_t apnsb_rd_kafka_vu_partition(int32_t partition) {
+    rd_kafka_vu_t vu;
+    vu.vtype = RD_KAFKA_VTYPE_PARTITION;
+    vu.u.i32 = partition;
+    return vu;
+}
+
 /* The per-message opaque of a delivery report, as the tag it was produced with. */
 static inline uint64_t apnsb_rd_kafka_message_tag(const rd_kafka_message_t *message) {
     return (uint64_t)(uintptr_t)message->_private;

@@ -22,6 +22,7 @@ public final class EventLoop: @unchecked Sendable {
         var tasks: [@Sendable () -> Void] = []
         var stopping = false
         var joined = false
+        var exited = false
     }
 
     private struct Registration {
@@ -101,19 +102,19 @@ public final class EventLoop: @unchecked Sendable {
         threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
-    /// Stops the process when called off the loop thread: the first line of every loop-only
-    /// method, so a thread-confinement mistake fails loudly instead of racing silently.
+    /// Traps when called off this loop's thread: the check every loop-only method starts with.
     @inline(__always)
     public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
-        precondition(inEventLoop, "called off the event loop thread of \(name)", file: file, line: line)
+        precondition(inEventLoop, "must run on event loop \(name)", file: file, line: line)  // invariant: thread confinement
     }
 
     /// Runs `task` on the loop thread, after the tasks submitted before it (FIFO). Any thread.
     ///
     /// The loop is woken only when the queue goes from empty to non-empty. Tasks submitted after
-    /// `shutdown` are dropped.
+    /// the loop stopped are dropped.
     public func execute(_ task: @escaping @Sendable () -> Void) {
         let wake = state.withLock { state -> Bool in
+            guard !state.exited else { return false }
             state.tasks.append(task)
             return state.tasks.count == 1
         }
@@ -187,7 +188,23 @@ public final class EventLoop: @unchecked Sendable {
         }
         runTasks()
         runFlushes()
+        stopRegisteredHandlers()
         timers.removeAll()
+        let dropped = state.withLock { state -> [@Sendable () -> Void] in
+            state.exited = true
+            defer { state.tasks = [] }
+            return state.tasks
+        }
+        _ = dropped  // released here, outside the lock (a task's captures may run deinit code)
+    }
+
+    /// Tells every handler still registered that the loop stopped (connections close their
+    /// sockets) and releases them, so no handler and loop keep each other alive.
+    private func stopRegisteredHandlers() {
+        let handlers = registrations.values.map(\.handler)
+        for handler in handlers { handler.eventLoopDidStop() }
+        registrations.removeAll()
+        flushQueue.removeAll()
     }
 
     /// The epoll timeout in milliseconds: 0 when tasks are queued, else until the earliest timer.
@@ -275,6 +292,14 @@ package protocol EventLoopIOHandler: AnyObject {
     func eventLoopReadable()
     /// The descriptor is writable (or failed / hung up).
     func eventLoopWritable()
+    /// The loop stopped with the descriptor still registered: release what it holds (close the
+    /// socket). Called once on the loop thread, after which the loop drops the handler.
+    func eventLoopDidStop()
+}
+
+extension EventLoopIOHandler {
+    /// Default: nothing to release.
+    package func eventLoopDidStop() {}
 }
 
 /// An object that wants to run once at the end of the current loop iteration (output coalescing).

@@ -159,6 +159,10 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
         }
     }
 
+    package func eventLoopDidStop() {
+        teardown(reason: "event loop stopped", graceful: false)
+    }
+
     package func eventLoopWritable() {
         switch state {
         case .connecting: finishConnect()

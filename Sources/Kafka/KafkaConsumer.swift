@@ -25,17 +25,13 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// Sets `enable.auto.offset.store=false`, `partition.assignment.strategy=cooperative-sticky`,
     /// `auto.offset.reset=earliest`, `enable.auto.commit=true` (librdkafka commits the offsets
     /// stored with ``storeOffsets(_:)`` every `auto.commit.interval.ms`) and
-    /// `enable.partition.eof=false`; `properties` are applied after them.
-    /// - Throws: ``KafkaError`` naming a rejected property (never its value), also when
-    ///   `properties` try to turn `enable.auto.offset.store` on.
+    /// `enable.partition.eof=false`, `isolation.level=read_committed`; `properties` are applied
+    /// after them and may not set any of these (``KafkaPropertyRules``).
+    /// - Throws: ``KafkaError`` naming a rejected or reserved property (never its value).
     public init(
         bootstrapServers: String, groupID: String, topics: [String], properties: [String: String], logger: Logger
     ) throws {
-        if let autoStore = properties["enable.auto.offset.store"], !["false", "f", "0"].contains(autoStore.lowercased()) {
-            throw KafkaError.configuration(
-                "Kafka consumer property \"enable.auto.offset.store\" must stay false: offsets are stored only "
-                    + "after their records were processed")
-        }
+        try KafkaPropertyRules.validate(properties, for: .consumer)
         let enforced: [(name: String, value: String)] = [
             ("bootstrap.servers", bootstrapServers),
             ("group.id", groupID),
@@ -44,6 +40,7 @@ public final class KafkaConsumer: @unchecked Sendable {
             ("auto.offset.reset", "earliest"),
             ("enable.auto.commit", "true"),
             ("enable.partition.eof", "false"),
+            ("isolation.level", "read_committed"),
         ]
         let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
         client = try RDKafkaClient(
@@ -77,6 +74,14 @@ public final class KafkaConsumer: @unchecked Sendable {
     public var rebalanceHandler: (@Sendable (KafkaRebalanceEvent) -> Void)? {
         get { client.context.rebalanceHandler.withLock { $0 } }
         set { client.context.rebalanceHandler.withLock { $0 = newValue } }
+    }
+
+    /// Called on the polling thread inside ``poll(maxMessages:timeoutMilliseconds:)`` with
+    /// librdkafka's statistics JSON, every `statistics.interval.ms` (a property; 0, the default,
+    /// turns statistics off). Keep it short.
+    public var statisticsHandler: (@Sendable ([UInt8]) -> Void)? {
+        get { client.context.statisticsHandler.withLock { $0 } }
+        set { client.context.statisticsHandler.withLock { $0 = newValue } }
     }
 
     /// Returns up to `maxMessages` records: waits up to `timeoutMilliseconds` for the first, then

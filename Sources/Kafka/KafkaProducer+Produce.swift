@@ -16,16 +16,17 @@ extension KafkaProducer {
     /// the header names/values in stack-backed temporary buffers: no heap allocation for
     /// native Swift strings and a few small headers.
     func produceOnce(
-        topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])], tag: UInt64
+        topic: String, key: [UInt8]?, value: [UInt8]?, headers: [(name: String, value: [UInt8])], tag: UInt64,
+        partition: Int32? = nil, timestampMilliseconds: Int64? = nil
     ) -> ProduceOutcome {
         let rk = clientPointer
         var headerBytes = 0
         for header in headers {
             headerBytes += header.name.utf8.count + 1 + header.value.count
         }
-        let argumentCount = 4 + (key == nil ? 0 : 1) + headers.count
+        let argumentCount = 6 + (key == nil ? 0 : 1) + headers.count
         return topic.withCString { topicName in
-            value.withUnsafeBytes { valueBytes in
+            KafkaProducer.withOptionalBytes(value) { valueBytes in
                 KafkaProducer.withOptionalBytes(key) { keyBytes in
                     withUnsafeTemporaryAllocation(byteCount: max(headerBytes, 1), alignment: 1) { headerBuffer in
                         withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: argumentCount) { arguments in
@@ -35,7 +36,15 @@ extension KafkaProducer {
                                 index += 1
                             }
                             append(apnsb_rd_kafka_vu_topic(topicName))
-                            append(apnsb_rd_kafka_vu_value(valueBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), valueBytes.count))
+                            if let valueBytes {
+                                append(apnsb_rd_kafka_vu_value(valueBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), valueBytes.count))
+                            }  // no value: a null value (tombstone)
+                            if let partition {
+                                append(apnsb_rd_kafka_vu_partition(partition))
+                            }
+                            if let timestampMilliseconds {
+                                append(apnsb_rd_kafka_vu_timestamp(timestampMilliseconds))
+                            }
                             if let keyBytes {
                                 append(apnsb_rd_kafka_vu_key(keyBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), keyBytes.count))
                             }

@@ -8,9 +8,12 @@ import Synchronization
 /// An idempotent (`acks=all`) Kafka producer whose delivery reports go to one handler, keyed
 /// by the caller's 64-bit tag.
 ///
-/// `produce` may be called from any thread. A dedicated thread polls librdkafka and calls
-/// `deliveryHandler` exactly once per accepted message (also for messages purged at ``close()``,
-/// with an error), so the handler must be quick and thread-safe.
+/// ``enqueue(_:)`` is the hand-off for threads that must never wait (event loops): it appends to
+/// an outbox and returns; one publisher thread alone hands the records to librdkafka and serves
+/// the delivery reports. ``produce(topic:key:value:headers:tag:)`` is the synchronous form for
+/// tools and tests. `deliveryHandler` is called exactly once per record taken (also for records
+/// purged or left unproduced at ``close()``, and records librdkafka refused, with an error), on
+/// the publisher thread, so it must be quick and thread-safe.
 public final class KafkaProducer: @unchecked Sendable {
     private struct State {
         var isOpen = true
@@ -19,7 +22,10 @@ public final class KafkaProducer: @unchecked Sendable {
     }
 
     private let client: RDKafkaClient
-    private let pollLoop: RDKafkaPollLoop
+    private let outbox: ProducerOutbox
+    private let wakeUp: WakeUpPipe
+    private var publisher: ProducerPublisherThread!
+    private let deliveryHandler: @Sendable (UInt64, KafkaError?) -> Void
     private let logger: Logger
     /// The `rd_kafka_t`, for the produce path.
     var clientPointer: OpaquePointer { client.pointer }
@@ -30,35 +36,60 @@ public final class KafkaProducer: @unchecked Sendable {
 
     /// Creates the producer and starts its delivery-report thread.
     ///
-    /// Sets `enable.idempotence=true`, `acks=all` and `linger.ms=5`; `properties` are applied
-    /// after them and may change anything except idempotence and acks.
-    /// - Parameter deliveryHandler: called once per message with its tag, and nil or the error.
-    /// - Throws: ``KafkaError`` naming a rejected property (never its value).
+    /// Sets `enable.idempotence=true`, `acks=all` and `linger.ms=5` (and the queue bounds, when
+    /// given); `properties` are applied after them and may change anything except the
+    /// properties ``KafkaPropertyRules`` reserves (idempotence, acks, …).
+    /// - Parameters:
+    ///   - queueCapacity: `queue.buffering.max.messages` and `queue.buffering.max.kbytes` unless
+    ///     `properties` set them; nil keeps librdkafka's defaults.
+    ///   - deliveryHandler: called once per message with its tag, and nil or the error.
+    /// - Throws: ``KafkaError`` naming a rejected or reserved property (never its value).
     public init(
         bootstrapServers: String,
         properties: [String: String],
+        queueCapacity: (messages: Int, kilobytes: Int)? = nil,
         logger: Logger,
         deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
     ) throws {
-        if let idempotence = properties["enable.idempotence"], idempotence.lowercased() != "true" {
-            throw KafkaError.configuration(
-                "Kafka producer property \"enable.idempotence\" must stay true (at-least-once delivery)")
-        }
-        if let acks = properties["acks"] ?? properties["request.required.acks"], acks != "all", acks != "-1" {
-            throw KafkaError.configuration("Kafka producer property \"acks\" must stay all (at-least-once delivery)")
-        }
-        let enforced: [(name: String, value: String)] = [
+        try KafkaPropertyRules.validate(properties, for: .producer)
+        var enforced: [(name: String, value: String)] = [
             ("bootstrap.servers", bootstrapServers),
             ("enable.idempotence", "true"),
             ("acks", "all"),
             ("linger.ms", "5"),
         ]
+        if let queueCapacity {
+            enforced.append(("queue.buffering.max.messages", "\(min(10_000_000, max(1, queueCapacity.messages)))"))
+            enforced.append(("queue.buffering.max.kbytes", "\(min(2_147_483_647, max(1, queueCapacity.kilobytes)))"))
+        }
         let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
         let context = RDKafkaClientContext(logger: logger, deliveryHandler: deliveryHandler)
         client = try RDKafkaClient(kind: .producer, properties: enforced + passedThrough, context: context)
-        pollLoop = try RDKafkaPollLoop(client: client, name: "kafka-producer")
         self.logger = logger
+        self.deliveryHandler = deliveryHandler
+        wakeUp = try WakeUpPipe()
+        outbox = ProducerOutbox(shardCount: 16, wakeUp: wakeUp)
+        publisher = try ProducerPublisherThread(
+            client: client, outbox: outbox, wakeUp: wakeUp,
+            produceOne: { [unowned self] record in
+                self.produceOnce(topic: record.topic, key: record.key, value: record.value, headers: record.headers, tag: record.tag)
+            },
+            fail: { record, error in deliveryHandler(record.tag, error) }
+        )
     }
+
+    /// Hands a record to the publisher thread and returns at once; never blocks and never calls
+    /// librdkafka on the caller's thread. Its delivery report (or the error that kept it from
+    /// Kafka, also after ``close()``) reaches the delivery handler exactly once.
+    public func enqueue(_ record: KafkaOutboundRecord) {
+        guard outbox.append(record) else {
+            deliveryHandler(record.tag, KafkaError.closed("Kafka producer"))
+            return
+        }
+    }
+
+    /// Records enqueued and not yet handed to librdkafka (waiting for room in its queue).
+    public var outboxCount: Int { outbox.count }
 
     deinit {
         close()
@@ -71,14 +102,21 @@ public final class KafkaProducer: @unchecked Sendable {
     ///   opaque pointer, so no allocation is made per message.
     /// - Throws: ``KafkaError`` when the record is not accepted (closed, queue full for too long,
     ///   unknown topic, fatal producer error); no delivery report follows then.
+    /// - Parameters:
+    ///   - value: nil produces a null value (a tombstone).
+    ///   - partition: nil lets the partitioner choose.
+    ///   - timestampMilliseconds: the record's CreateTime; nil for now.
     public func produce(
-        topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])], tag: UInt64
+        topic: String, key: [UInt8]?, value: [UInt8]?, headers: [(name: String, value: [UInt8])], tag: UInt64,
+        partition: Int32? = nil, timestampMilliseconds: Int64? = nil
     ) throws {
         var waitDeadline: UInt64?
         while true {
             let outcome = try state.withLock { state throws(KafkaError) -> ProduceOutcome in
                 guard state.isOpen else { throw KafkaError.closed("Kafka producer") }
-                return produceOnce(topic: topic, key: key, value: value, headers: headers, tag: tag)
+                return produceOnce(
+                    topic: topic, key: key, value: value, headers: headers, tag: tag, partition: partition,
+                    timestampMilliseconds: timestampMilliseconds)
             }
             switch outcome {
             case .accepted:
@@ -100,7 +138,8 @@ public final class KafkaProducer: @unchecked Sendable {
         }
     }
 
-    /// Waits until every queued message got its delivery report or `timeoutMilliseconds` passed.
+    /// Waits until every enqueued and produced message got its delivery report or
+    /// `timeoutMilliseconds` passed. Blocks: never call it on an event loop.
     /// - Returns: true when nothing is left in flight (also after ``close()``).
     public func flush(timeoutMilliseconds: Int32) -> Bool {
         let isOpen = state.withLock { state -> Bool in
@@ -109,10 +148,17 @@ public final class KafkaProducer: @unchecked Sendable {
         }
         guard isOpen else { return true }
         defer { state.withLock { $0.activeFlushes -= 1 } }
-        return rd_kafka_flush(client.pointer, timeoutMilliseconds) == RD_KAFKA_RESP_ERR_NO_ERROR
+        let deadline = Timestamp.monotonicNanoseconds() + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+        while outbox.count > 0 {
+            guard Timestamp.monotonicNanoseconds() < deadline else { return false }
+            usleep(1000)  // the publisher thread hands the outbox over meanwhile
+        }
+        let now = Timestamp.monotonicNanoseconds()
+        let remaining = Int32(clamping: deadline > now ? (deadline - now) / 1_000_000 : 0)
+        return rd_kafka_flush(client.pointer, remaining) == RD_KAFKA_RESP_ERR_NO_ERROR
     }
 
-    /// Messages produced whose delivery report has not been served yet (0 after close).
+    /// Messages handed to librdkafka whose delivery report has not been served yet (0 after close).
     public var inFlightCount: Int {
         state.withLock { $0.isOpen ? Int(rd_kafka_outq_len(client.pointer)) : 0 }
     }
@@ -129,8 +175,19 @@ public final class KafkaProducer: @unchecked Sendable {
         while state.withLock({ $0.activeFlushes }) > 0 {
             usleep(1000)
         }
-        pollLoop.stop()
-        if rd_kafka_flush(client.pointer, flushTimeoutMilliseconds) != RD_KAFKA_RESP_ERR_NO_ERROR {
+        let started = Timestamp.monotonicNanoseconds()
+        let deadline = started + UInt64(max(0, flushTimeoutMilliseconds)) * 1_000_000
+        let unproduced = publisher.stop(deadlineNanoseconds: deadline, wakeUp: wakeUp) + outbox.close()
+        if !unproduced.isEmpty {
+            logger.warning("producer closing with records never handed to Kafka", metadata: ["messages": "\(unproduced.count)"])
+            outbox.markRemoved(unproduced.count)
+            for record in unproduced {
+                deliveryHandler(record.tag, KafkaError.closed("Kafka producer (record not produced before close)"))
+            }
+        }
+        let now = Timestamp.monotonicNanoseconds()
+        let remaining = Int32(clamping: deadline > now ? (deadline - now) / 1_000_000 : 0)
+        if rd_kafka_flush(client.pointer, remaining) != RD_KAFKA_RESP_ERR_NO_ERROR {
             let left = rd_kafka_outq_len(client.pointer)
             logger.warning("producer closing with undelivered messages; purging them", metadata: ["messages": "\(left)"])
             _ = rd_kafka_purge(client.pointer, apnsb_rd_kafka_purge_queue_and_inflight())

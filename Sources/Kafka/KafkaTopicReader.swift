@@ -7,17 +7,21 @@ import Observability
 /// Reads topics and committed offsets outside any consumer group: for tests, the demo and tools.
 public enum KafkaTopicReader {
     /// Reads `topic` from the beginning of every partition until `expectedCount` records were
-    /// read or `timeoutMilliseconds` passed, whichever comes first.
+    /// read or `timeoutMilliseconds` passed, whichever comes first; then, when
+    /// `settleMilliseconds` is given, goes on reading for that long, so that late duplicates
+    /// show up in the count instead of going unseen.
     ///
     /// Uses a standalone consumer (`assign`, no group membership, no commits).
     /// - Parameter isolation: `read_committed` (skip aborted and open transactions) or `read_uncommitted`.
-    /// - Returns: the records read, per partition in offset order (fewer than expected on timeout).
+    /// - Returns: the records read, per partition in offset order (fewer than expected on
+    ///   timeout, more when duplicates or unexpected records arrived).
     /// - Throws: ``KafkaError`` when the topic's metadata cannot be read in time.
     public static func readAll(
         bootstrapServers: String,
         topic: String,
         expectedCount: Int,
         timeoutMilliseconds: Int,
+        settleMilliseconds: Int = 0,
         isolation: String = "read_committed"
     ) throws -> [KafkaMessage] {
         let deadline = Timestamp.monotonicNanoseconds() + UInt64(max(timeoutMilliseconds, 0)) * 1_000_000
@@ -35,9 +39,16 @@ public enum KafkaTopicReader {
 
         var messages: [KafkaMessage] = []
         var topicName: (handle: OpaquePointer?, name: String) = (nil, "")
-        while messages.count < expectedCount {
+        var settleDeadline: UInt64?
+        while true {
             let now = Timestamp.monotonicNanoseconds()
-            guard now < deadline else { break }
+            if messages.count >= expectedCount {
+                if settleDeadline == nil { settleDeadline = now + UInt64(max(settleMilliseconds, 0)) * 1_000_000 }
+                guard let settleDeadline, now < settleDeadline else { break }
+            } else if now >= deadline {
+                break
+            }
+            let deadline = settleDeadline ?? deadline
             let wait = Int32(min((deadline - now) / 1_000_000, 100))
             guard let message = rd_kafka_consumer_poll(client.pointer, wait) else { continue }
             defer { rd_kafka_message_destroy(message) }
@@ -49,7 +60,9 @@ public enum KafkaTopicReader {
 
     /// The offsets `groupID` has committed for partitions `0..<partitions` of `topic`
     /// (`rd_kafka_committed`); partitions without a committed offset are absent.
-    /// - Throws: ``KafkaError`` when the group coordinator does not answer within 10 seconds.
+    /// - Throws: ``KafkaError`` when the group coordinator does not answer within 10 seconds, or
+    ///   when any partition's answer carries an error: "absent" must mean "nothing committed",
+    ///   never "could not be read".
     public static func committedOffsets(
         bootstrapServers: String, groupID: String, topic: String, partitions: Int32
     ) throws -> [Int32: Int64] {
@@ -61,9 +74,13 @@ public enum KafkaTopicReader {
             throw KafkaError(result, context: "read committed offsets of \(groupID)")
         }
         var offsets: [Int32: Int64] = [:]
-        for entry in RDKafkaTopicPartitionList.entries(of: list.pointer)
-        where entry.error == RD_KAFKA_RESP_ERR_NO_ERROR && entry.offset >= 0 {
-            offsets[entry.partition.partition] = entry.offset
+        for entry in RDKafkaTopicPartitionList.entries(of: list.pointer) {
+            guard entry.error == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(entry.error, context: "committed offset of \(groupID) for \(entry.partition)")
+            }
+            if entry.offset >= 0 {
+                offsets[entry.partition.partition] = entry.offset
+            }
         }
         return offsets
     }

@@ -60,6 +60,18 @@ public final class MockKafkaCluster: @unchecked Sendable {
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "create topic \(name)") }
     }
 
+    /// Makes broker `broker` the leader of `topic`'s `partition`.
+    public func setPartitionLeader(topic: String, partition: Int32, broker: Int32) throws {
+        let result = try withCluster { rd_kafka_mock_partition_set_leader($0, topic, partition, broker) }
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "leader of \(topic)/\(partition)") }
+    }
+
+    /// Makes broker `broker` the coordinator of consumer group `groupID`.
+    public func setGroupCoordinator(groupID: String, broker: Int32) throws {
+        let result = try withCluster { rd_kafka_mock_coordinator_set($0, "group", groupID, broker) }
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "coordinator of \(groupID)") }
+    }
+
     /// Disconnects broker `id` and refuses new connections (leadership does not move).
     public func setBrokerDown(_ id: Int32) {
         _ = try? withCluster { rd_kafka_mock_broker_set_down($0, id) }

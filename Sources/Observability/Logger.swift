@@ -1,14 +1,15 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// A small structured logger with swift-log's shape: `logger.info("message", metadata: [...])`.
 ///
-/// Output goes to standard error, one line per event, as JSON or as text (`LoggingSystem`).
-/// Messages and metadata are built lazily, so a disabled level costs one comparison.
-/// Device tokens must be passed through `Redact.token(_:)`; keys, passphrases and JWTs are
-/// never logged.
+/// Output goes to standard error, one line per event, as JSON or as text (`LoggingSystem`,
+/// `LogLineFormatter`: text escapes control characters, so logged input cannot forge lines).
+/// Messages and metadata are built lazily, so a disabled level costs one comparison. Identical
+/// warnings and errors repeated within a few seconds are counted instead of written
+/// (`LogRepetitionFilter`). Device tokens must be passed through `Redact.token(_:)`; keys,
+/// passphrases and JWTs are never logged.
 public struct Logger: Sendable {
     /// Severity, lowest first. Names match the configuration's `log.level`.
     public enum Level: Int, Sendable, Comparable, CaseIterable {
@@ -71,73 +72,5 @@ public struct Logger: Sendable {
     }
     public func error(_ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:]) {
         log(.error, message(), metadata: metadata())
-    }
-}
-
-/// Process-wide logging settings: the minimum level and the output format.
-public enum LoggingSystem {
-    /// Output format of log lines.
-    public enum Format: String, Sendable {
-        case json, text
-    }
-
-    private struct Settings {
-        var level: Logger.Level = .info
-        var format: Format = .text
-    }
-
-    private static let settings = Locked(Settings())
-    private static let levelRaw = Atomic<Int>(Logger.Level.info.rawValue)
-
-    /// The minimum level written.
-    public static var level: Logger.Level {
-        Logger.Level(rawValue: levelRaw.load(ordering: .relaxed)) ?? .info
-    }
-
-    /// Sets the minimum level and the format for every logger in the process.
-    public static func bootstrap(level: Logger.Level, format: Format) {
-        settings.withLock {
-            $0.level = level
-            $0.format = format
-        }
-        levelRaw.store(level.rawValue, ordering: .relaxed)
-    }
-
-    static func write(level: Logger.Level, label: String, message: String, metadata: Logger.Metadata) {
-        let format = settings.withLock { $0.format }
-        let time = Timestamp.iso8601(Timestamp.nowMilliseconds())
-        var line: String
-        switch format {
-        case .json:
-            line = "{\"time\":\"\(time)\",\"level\":\"\(level.name)\",\"logger\":"
-            JSONText.appendQuoted(label, to: &line)
-            line += ",\"message\":"
-            JSONText.appendQuoted(message, to: &line)
-            for (key, value) in metadata {
-                line += ","
-                JSONText.appendQuoted(key, to: &line)
-                line += ":"
-                JSONText.appendQuoted(value, to: &line)
-            }
-            line += "}\n"
-        case .text:
-            line = "\(time) \(level.name.uppercased()) [\(label)] \(message)"
-            for (key, value) in metadata {
-                line += " \(key)=\(value)"
-            }
-            line += "\n"
-        }
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            _ = Glibc.write(2, buffer.baseAddress, buffer.count)
-        }
-    }
-}
-
-/// Shortening of secrets-adjacent values before they reach a log line.
-public enum Redact {
-    /// A device token shortened to its first 8 digits, as the contract requires in logs.
-    public static func token(_ token: String) -> String {
-        token.count <= 8 ? token : String(token.prefix(8)) + "…"
     }
 }

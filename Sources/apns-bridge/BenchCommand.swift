@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Bridge
 import Observability
 
@@ -7,6 +10,8 @@ enum BenchCommand {
     static let help = """
     Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--partitions P] [--connections C]
                              [--max-in-flight M] [--simulator-threads T] [--skip-h2load]
+           apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
+                             [--max-in-flight M] [--outage-seconds T]
 
     Starts librdkafka's mock Kafka cluster and the APNs simulator on 127.0.0.1, measures the
     simulator with h2load (C connections, 100 streams each, the same notification count capped at
@@ -26,6 +31,13 @@ enum BenchCommand {
       --skip-h2load            do not run the h2load reference
       --log-level LEVEL        trace, debug, info, warning (default) or error
 
+    With --memory it measures the resident memory of a real `apns-bridge run` child process
+    instead (docs/BENCHMARKS.md): a backlog of N requests of K tokens (default 200 × 5,000) plus
+    S single-token requests (default 50,000) waits while APNs is unreachable for T seconds
+    (default 15), then APNs comes back and the bridge catches up. VmRSS is sampled every 100 ms;
+    exit 0 when everything was committed, the bridge stopped cleanly and its peak RSS (VmHWM)
+    stayed within 256 MB.
+
     """
 
     /// The most partitions the benchmark creates.
@@ -34,12 +46,15 @@ enum BenchCommand {
     static func main(_ arguments: [String]) throws -> Int32 {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
-                     "simulator-threads", "log-level"],
-            flags: ["help", "skip-h2load"]
+                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds"],
+            flags: ["help", "skip-h2load", "memory"]
         ))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
             return 0
+        }
+        if options.flag("memory") {
+            return try memory(options)
         }
         var settings = BenchmarkSettings(
             requests: try options.integer("requests", default: 20_000, in: 1...1_000_000),
@@ -74,6 +89,29 @@ enum BenchCommand {
         }
         say(report.jsonLine)
         return report.isComplete ? 0 : 1
+    }
+
+    /// `bench --memory`.
+    private static func memory(_ options: CommandLineOptions) throws -> Int32 {
+        LoggingSystem.bootstrap(level: .warning, format: .text)
+        var settings = MemoryBenchmark.Settings(executable: currentExecutable())
+        settings.largeRequests = try options.integer("requests", default: 200, in: 0...10_000)
+        settings.tokensPerLargeRequest = try options.integer("tokens-per-request", default: 5_000, in: 1...10_000)
+        settings.singleTokenRequests = try options.integer("single-token-requests", default: 50_000, in: 0...1_000_000)
+        settings.maxInFlight = try options.integer("max-in-flight", default: 20_000, in: 1...1_000_000)
+        settings.outageSeconds = Double(try options.integer("outage-seconds", default: 15, in: 1...3_600))
+        let report = try MemoryBenchmark.run(settings: settings, progress: { say($0) })
+        for line in report.summary {
+            say(line)
+        }
+        return report.isWithinTarget ? 0 : 1
+    }
+
+    /// This binary's path, for starting `apns-bridge run` as a child.
+    private static func currentExecutable() -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        return length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
     }
 
     private static func say(_ line: String) {

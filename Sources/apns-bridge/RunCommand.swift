@@ -11,6 +11,7 @@ enum RunCommand {
     Usage: apns-bridge run [--config FILE]
 
     Consumes push requests from Kafka, sends them to APNs and publishes a result for every token.
+    Serves GET /metrics (Prometheus), /healthz and /readyz on http.listen (default 127.0.0.1:9464).
     FILE defaults to $APNS_BRIDGE_CONFIG, then config/bridge.yaml. SIGTERM or SIGINT stops fetching,
     drains in-flight work within shutdown_timeout, commits and exits 0.
 
@@ -24,6 +25,9 @@ enum RunCommand {
         }
         let configuration = try CommandLineInterface.loadConfiguration(options)
         let pipeline = try BridgePipeline(configuration: configuration)
+        let statusServer = try BridgeStatusServer(
+            pipeline: pipeline, host: configuration.http.host, port: configuration.http.port)
+        defer { statusServer.close() }
         let logger = Logger(label: "apns-bridge")
         let (timeoutSeconds, timeoutAttoseconds) = configuration.shutdownTimeout.components
         let graceSeconds = Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5

@@ -8,7 +8,7 @@ import Dispatch
 /// `apns-bridge simulator`: the APNs simulator as a standalone server on this machine.
 enum SimulatorCommand {
     static let help = """
-    Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
+    Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR [--hostname NAME …] | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
                                  [--unregistered TOKEN[:MILLIS] …] [--max-streams N] [--threads N]
                                  [--client-ca FILE] [faults…]
 
@@ -19,6 +19,8 @@ enum SimulatorCommand {
       --listen HOST:PORT   address to listen on (default 127.0.0.1:2197; port 0 picks one)
       --credentials DIR    generate test credentials into DIR (CA ca.pem, server certificate,
                            AuthKey_<kid>.p8) and use them; prints what a bridge config needs
+      --hostname NAME      with --credentials: the server certificate is also valid for NAME
+                           (besides localhost and 127.0.0.1), e.g. a compose service name
       --cert, --key        the server certificate and key (PEM), instead of --credentials
       --auth-key K:T:FILE  trust the provider key K of team T whose public key (PEM) is FILE
       --unregistered TOKEN answer 410 Unregistered for TOKEN (timestamp MILLIS, default now)
@@ -32,7 +34,7 @@ enum SimulatorCommand {
 
     static func main(_ arguments: [String]) throws -> Int32 {
         let valued: Set<String> = [
-            "listen", "credentials", "cert", "key", "auth-key", "unregistered", "max-streams", "threads", "client-ca",
+            "listen", "credentials", "hostname", "cert", "key", "auth-key", "unregistered", "max-streams", "threads", "client-ca",
         ]
         let options = try CommandLineOptions(arguments, accepting: .init(valued: valued.union(faultOptions)))
         if options.flag("help") {
@@ -43,7 +45,8 @@ enum SimulatorCommand {
         let faults = try faults(from: options)
         var configuration: APNsSimulatorConfiguration
         if let directory = options.value("credentials") {
-            let credentials = try TestCredentials.generate(in: directory)
+            let credentials = try TestCredentials.generate(
+                in: directory, serverHosts: ["localhost", "127.0.0.1"] + options.values("hostname"))
             configuration = credentials.simulatorConfiguration(host: host, port: port)
             CommandLineInterface.write("""
             generated test credentials in \(directory):

@@ -136,10 +136,10 @@ import Testing
           max_in_flight: ${MAX:-50}
         shutdown_timeout: ${DRAIN:-5m}
         """
-        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: ["BROKERS": "b:1", "EOS": "true", "GROUP": ""])
+        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: ["BROKERS": "b:1", "EOS": "false", "GROUP": ""])
         #expect(configuration.kafka.brokers == "b:1")
         #expect(configuration.kafka.groupID == "pre-fallback-post")
-        #expect(configuration.kafka.exactlyOnce == true)
+        #expect(configuration.kafka.exactlyOnce == false)
         #expect(configuration.apps[0].bundleID == "com.example.chat")
         #expect(configuration.apps[0].connections == 3)
         #expect(configuration.limits.maxInFlight == 50)
@@ -218,6 +218,26 @@ import Testing
         #expect(exactlyOnce.keyPath == "kafka.exactly_once")
         let consumer = try #require(parseError("kafka: {brokers: b, consumer: {a: [1]}}\n"))
         #expect(consumer.keyPath == "kafka.consumer.a")
+    }
+
+    @Test func guaranteesCannotBeConfiguredAway() throws {
+        let cases = [
+            ("kafka: {brokers: b, exactly_once: true}", "kafka.exactly_once"),
+            ("kafka: {brokers: b, consumer: {enable.auto.commit: false}}", "kafka.consumer.enable.auto.commit"),
+            ("kafka: {brokers: b, consumer: {enable.auto.offset.store: true}}", "kafka.consumer.enable.auto.offset.store"),
+            ("kafka: {brokers: b, consumer: {partition.assignment.strategy: range}}", "kafka.consumer.partition.assignment.strategy"),
+            ("kafka: {brokers: b, consumer: {isolation.level: read_uncommitted}}", "kafka.consumer.isolation.level"),
+            ("kafka: {brokers: b, consumer: {auto.offset.reset: latest}}", "kafka.consumer.auto.offset.reset"),
+            ("kafka: {brokers: b, producer: {enable.idempotence: false}}", "kafka.producer.enable.idempotence"),
+            ("kafka: {brokers: b, producer: {acks: 1}}", "kafka.producer.acks"),
+            ("kafka: {brokers: b, producer: {request.required.acks: 1}}", "kafka.producer.request.required.acks"),
+            ("kafka: {brokers: b, producer: {transactional.id: x}}", "kafka.producer.transactional.id"),
+        ]
+        let app = "apps:\n  - {name: a, bundle_id: com.x, auth: {type: token, key_file: k, key_id: ABC123DEFG, team_id: TEAM123456}}\n"
+        for (kafka, path) in cases {
+            let found = try #require(parseError(kafka + "\n" + app), "\(kafka)")
+            #expect(found.keyPath == path, "\(kafka) → \(found)")
+        }
     }
 
     @Test func requiredKeysAndAppRules() throws {

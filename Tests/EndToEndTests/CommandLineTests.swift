@@ -3,6 +3,7 @@ import APNsSimulator
 import Bridge
 import Foundation
 import Kafka
+import TestSupport
 import Testing
 
 /// Drives the real `apns-bridge` binary as a separate process, as an operator would.
@@ -43,17 +44,20 @@ struct CommandLineTests {
                 value: Array(#"{"token":"\#(String(repeating: "3c", count: 32))","payload":{"aps":{}}}"#.utf8)
             )
         })
-        let yaml = environment.configurationYAML(groupID: "e2e-second-signal")
+        let yaml = environment.configurationYAML(groupID: "e2e-second-signal", extra: "log: {level: debug, format: text}")
             .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 60s")
         let configFile = try TemporaryFile(contents: yaml)
         environment.simulator.close()  // APNs unreachable: the drain would wait the whole 60 s
+        let log = try ScratchDirectory()
+        defer { log.remove() }
 
-        let process = try BridgeBinary.start(["run", "--config", configFile.path])
+        let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
         defer { if process.isRunning { process.terminate() } }
-        sleep(6)  // joins the group and takes the three requests
+        // It joins the group and takes the three requests.
+        #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == 3 })
         #expect(process.isRunning)
         kill(process.processIdentifier, SIGTERM)
-        usleep(300_000)
+        #expect(waitFor(timeout: .seconds(10)) { BridgeBinary.count("draining", in: log.file("bridge.log")) == 1 })
         kill(process.processIdentifier, SIGTERM)
         let exit = BridgeBinary.wait(process, seconds: 10)
         #expect(exit == 1)
@@ -75,6 +79,37 @@ struct CommandLineTests {
         let (status, _, errorOutput) = try BridgeBinary.run(["check", "--config", configFile.path])
         #expect(status == 2)
         #expect(errorOutput.contains("kafka.group_idd"))
+    }
+
+    @Test func checkHasLibrdkafkaValidateEveryPassedThroughPropertyWithoutConnecting() throws {
+        func check(_ kafkaExtra: String) throws -> (Int32, String) {
+            let configFile = try TemporaryFile(contents: """
+            kafka:
+              brokers: 127.0.0.1:9
+            \(kafkaExtra)
+            apps:
+              - {name: chat, bundle_id: com.example.chat, auth: {type: token, key_file: /nonexistent/k.p8, key_id: ABC123DEFG, team_id: TEAM123456}}
+            """)
+            let (status, _, errorOutput) = try BridgeBinary.run(["check", "--config", configFile.path])
+            return (status, errorOutput)
+        }
+        let misspelt = try check("  producer: {linger.msec: 5}")
+        #expect(misspelt.0 == 2)
+        #expect(misspelt.1.contains("kafka.producer.linger.msec"))
+        let badValue = try check("  consumer: {session.timeout.ms: s3cret}")
+        #expect(badValue.0 == 2)
+        #expect(badValue.1.contains("kafka.consumer.session.timeout.ms"))
+        #expect(!badValue.1.contains("s3cret"))
+        let guarantee = try check("  consumer: {enable.auto.commit: \"true\"}")
+        #expect(guarantee.0 == 2)
+        #expect(guarantee.1.contains("kafka.consumer.enable.auto.commit"))
+        let exactlyOnce = try check("  exactly_once: true")
+        #expect(exactlyOnce.0 == 2)
+        #expect(exactlyOnce.1.contains("kafka.exactly_once"))
+        // Valid properties pass librdkafka; the check goes on to the (missing) key file.
+        let valid = try check("  producer: {linger.ms: 5, compression.type: lz4}")
+        #expect(valid.0 == 2)
+        #expect(valid.1.contains("apps.chat.auth"))
     }
 
     @Test func checkReportsAnUnreadableKeyFileWithoutSecrets() throws {
@@ -127,22 +162,33 @@ enum BridgeBinary {
         return root.appendingPathComponent(".build/debug/apns-bridge")
     }
 
-    static func start(_ arguments: [String]) throws -> Process {
+    /// Starts the binary; its standard error (the log) goes to `logFile` when given.
+    static func start(_ arguments: [String], logFile: String? = nil) throws -> Process {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if let logFile {
+            _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: logFile)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         return process
     }
 
     static func wait(_ process: Process, seconds: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline {
-            usleep(20_000)
+        guard waitFor(timeout: .milliseconds(Int64(seconds * 1000)), every: .milliseconds(20), { !process.isRunning }) else {
+            return nil
         }
-        return process.isRunning ? nil : process.terminationStatus
+        return process.terminationStatus
+    }
+
+    /// Lines of the log at `path` that contain `text`.
+    static func count(_ text: String, in path: String) -> Int {
+        guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
+        return contents.split(separator: "\n").count { $0.contains(text) }
     }
 
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
@@ -154,10 +200,31 @@ enum BridgeBinary {
         process.standardOutput = output
         process.standardError = error
         try process.run()
+        // Both pipes are drained at once: a child that fills one while the other is read would block forever.
+        let errorReader = PipeDrain(error.fileHandleForReading)
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errorReader.wait()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+final class PipeDrain: @unchecked Sendable {
+    private var data = Data()   // written by the reading thread before `done` is signalled
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+
+    /// Everything the pipe carried, once its writer closed it.
+    func wait() -> Data {
+        done.wait()
+        return data
     }
 }
 

@@ -3,6 +3,7 @@ import Bridge
 import Foundation
 import Kafka
 import Observability
+import TestSupport
 import Testing
 
 /// The whole path on real libraries and sockets: librdkafka's mock cluster, the APNs simulator
@@ -70,10 +71,7 @@ struct PipelineEndToEndTests {
 
         let runner = try BackgroundPipeline(configuration: try environment.configuration(groupID: "e2e-refused"))
         let pipeline = runner.pipeline
-        let deadline = Date().addingTimeInterval(60)
-        while pipeline.fatalErrorDescription == nil, Date() < deadline {
-            usleep(20_000)
-        }
+        #expect(waitFor(timeout: .seconds(60)) { pipeline.fatalErrorDescription != nil })
         #expect(pipeline.fatalErrorDescription?.contains("could not be delivered") == true)
         #expect(runner.stop() == 1)
 

@@ -3,21 +3,13 @@ import APNsSimulator
 import Bridge
 import Foundation
 import Kafka
+import TestSupport
 import Testing
 
 /// Partitions that move while a member holds back fetching: a member that is paused must not
 /// start fetching from partitions it gets (back) in a rebalance.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct RebalanceWhilePausedTests {
-    static func wait(seconds: Double, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !condition() {
-            if Date() >= deadline { return false }
-            usleep(20_000)
-        }
-        return true
-    }
-
     @Test func partitionsReturnedToAPausedMemberStayPaused() throws {
         let environment = try LocalEnvironment(partitions: 4)
         defer { environment.close() }
@@ -35,17 +27,18 @@ struct RebalanceWhilePausedTests {
         // A takes the limit's worth of work and pauses everything it owns.
         let first = try BackgroundPipeline(configuration: configuration, backpressureGrace: .zero)
         defer { first.stop() }
-        #expect(Self.wait(seconds: 30) { first.pipeline.fetchPauseCount > 0 })
+        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.fetchPauseCount > 0 })
+        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.assignedPartitionCount == 4 })
+        #expect(first.pipeline.pausedPartitionCount == 4)
 
         // B joins (A gives up some partitions), then leaves (A gets them back while paused).
         let second = try BackgroundPipeline(configuration: configuration, backpressureGrace: .zero)
-        #expect(Self.wait(seconds: 30) { second.pipeline.inFlightCount > 0 })
+        #expect(waitFor(timeout: .seconds(30)) { second.pipeline.inFlightCount > 0 })
+        #expect(first.pipeline.assignedPartitionCount < 4)
         second.stop()
-        sleep(4)  // the group hands B's partitions back to A
-
-        let before = first.pipeline.inFlightCount
-        sleep(2)
-        let after = first.pipeline.inFlightCount
-        #expect(after <= max(before, 1) + 1, "A kept fetching from returned partitions: \(before) → \(after)")
+        // The group hands B's partitions back to A, which pauses them in the same callback.
+        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.assignedPartitionCount == 4 })
+        #expect(first.pipeline.pausedPartitionCount == 4, "A fetches from partitions it got back while paused")
+        #expect(first.pipeline.inFlightCount == 1)
     }
 }

@@ -3,6 +3,7 @@ import APNsSimulator
 import Bridge
 import Foundation
 import Kafka
+import TestSupport
 import Testing
 
 /// Stopping while work is unfinished: nothing that APNs did not answer is reported or committed,
@@ -26,11 +27,7 @@ struct ShutdownTests {
             .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 2s")
         environment.simulator.close()  // APNs is unreachable from now on
         let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
-        let deadline = Date().addingTimeInterval(30)
-        while runner.pipeline.inFlightCount < 3, Date() < deadline {
-            usleep(20_000)
-        }
-        #expect(runner.pipeline.inFlightCount == 3)
+        #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.inFlightCount == 3 })
         return runner
     }
 

@@ -52,10 +52,47 @@ struct KafkaConfigurationTests {
         #expect(acks?.message.contains("acks") == true)
     }
 
+    @Test func everyGuaranteeCarryingPropertyIsRefusedByNameWhateverItsValue() throws {
+        for role in [KafkaPropertyRules.Role.consumer, .producer] {
+            for name in KafkaPropertyRules.reserved(for: role).keys {
+                let error = #expect(throws: KafkaError.self) {
+                    try KafkaPropertyRules.validate(["linger.ms": "1", name: "true"], for: role)
+                }
+                #expect(error?.message.contains("\"\(name)\"") == true)
+            }
+        }
+        for name in ["enable.auto.commit", "partition.assignment.strategy", "isolation.level"] {
+            #expect(throws: KafkaError.self) {
+                _ = try KafkaConsumer(
+                    bootstrapServers: "127.0.0.1:9", groupID: "g", topics: ["t"], properties: [name: "x"],
+                    logger: KafkaTestSupport.logger)
+            }
+        }
+        #expect(throws: KafkaError.self) {
+            _ = try KafkaProducer(
+                bootstrapServers: "127.0.0.1:9", properties: ["transactional.id": "t"], logger: KafkaTestSupport.logger,
+                deliveryHandler: { _, _ in })
+        }
+    }
+
+    @Test func validationAsksLibrdkafkaWithoutConnecting() throws {
+        try KafkaPropertyRules.validate(["fetch.min.bytes": "1", "session.timeout.ms": "45000"], for: .consumer)
+        try KafkaPropertyRules.validate(["compression.type": "lz4", "linger.ms": "5"], for: .producer)
+        let unknown = #expect(throws: KafkaError.self) {
+            try KafkaPropertyRules.validate(["fetch.min.bites": "1"], for: .consumer)
+        }
+        #expect(unknown?.message.contains("fetch.min.bites") == true)
+        let invalid = #expect(throws: KafkaError.self) {
+            try KafkaPropertyRules.validate(["compression.type": "s3cret"], for: .producer)
+        }
+        #expect(invalid?.message.contains("compression.type") == true)
+        #expect(invalid?.description.contains("s3cret") == false)
+    }
+
     @Test func propertiesOverrideDefaults() throws {
         let consumer = try KafkaConsumer(
             bootstrapServers: "127.0.0.1:9", groupID: "g", topics: ["t"],
-            properties: ["auto.offset.reset": "latest", "enable.auto.offset.store": "false"],
+            properties: ["session.timeout.ms": "7000", "fetch.wait.max.ms": "10"],
             logger: KafkaTestSupport.logger)
         consumer.close()
         #expect(throws: KafkaError.self) { try consumer.assignment() }

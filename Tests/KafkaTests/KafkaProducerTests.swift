@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import TestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
@@ -55,8 +56,9 @@ struct KafkaProducerTests {
 
         cluster.setBrokerDown(1)
         try KafkaTestSupport.produce(producer, topic: "outage", count: 50, first: 1)
-        Thread.sleep(forTimeInterval: 1)
-        #expect(recorder.all.count == 1)  // nothing delivered while the broker is down
+        // rd_kafka_outq_len also counts protocol requests waiting for the broker (metadata).
+        #expect(producer.inFlightCount >= 50)
+        #expect(recorder.all.count == 1)  // nothing reported while the broker is down
         cluster.setBrokerUp(1)
 
         #expect(producer.flush(timeoutMilliseconds: 20_000))
@@ -110,5 +112,65 @@ struct KafkaProducerTests {
             try producer.produce(topic: "purged", key: nil, value: [1], headers: [], tag: 1)
         }
         producer.close()  // idempotent
+    }
+
+    @Test func enqueueNeverWaitsWhenTheQueueIsFullAndTheOutboxDeliversEverythingLater() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("outbox", partitions: 2)
+        let recorder = DeliveryRecorder()
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: ["reconnect.backoff.max.ms": "200"],
+            queueCapacity: (messages: 10, kilobytes: 1024), logger: KafkaTestSupport.logger,
+            deliveryHandler: recorder.handler)
+        defer { producer.close() }
+        producer.enqueue(KafkaOutboundRecord(topic: "outbox", key: nil, value: Array("first".utf8), headers: [], tag: 0))
+        #expect(waitFor { recorder.all.count == 1 })
+
+        cluster.setBrokerDown(1)
+        let count = 500
+        for index in 1...count {
+            // From this thread: each call only appends to the outbox, whatever librdkafka's state.
+            producer.enqueue(KafkaOutboundRecord(
+                topic: "outbox", key: Array("k\(index)".utf8), value: Array("v\(index)".utf8),
+                headers: [(name: "request-id", value: Array("r\(index)".utf8))], tag: UInt64(index)))
+        }
+        // librdkafka holds its 10; the rest wait in the outbox: backpressure, not a failure.
+        #expect(waitFor { producer.inFlightCount == 10 })
+        #expect(producer.outboxCount == count - 10)
+        #expect(recorder.all.count == 1)
+
+        cluster.setBrokerUp(1)
+        #expect(waitFor(timeout: .seconds(30)) { recorder.all.count == count + 1 })
+        #expect(producer.outboxCount == 0)
+        #expect(recorder.all.allSatisfy { $0.error == nil })
+        #expect(Set(recorder.all.map(\.tag)) == Set(0...UInt64(count)))
+        let stored = try KafkaTopicReader.readAll(
+            bootstrapServers: cluster.bootstrapServers, topic: "outbox", expectedCount: count + 1, timeoutMilliseconds: 20_000)
+        #expect(stored.count == count + 1)
+        #expect(Set(stored.compactMap(\.value)).count == count + 1)
+    }
+
+    @Test func recordsStillInTheOutboxAtCloseAreReportedAsFailed() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("closing", partitions: 1)
+        let recorder = DeliveryRecorder()
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], queueCapacity: (messages: 2, kilobytes: 1024),
+            logger: KafkaTestSupport.logger, deliveryHandler: recorder.handler)
+        cluster.setBrokerDown(1)
+        for index in 0..<20 {
+            producer.enqueue(KafkaOutboundRecord(topic: "closing", key: nil, value: [UInt8(index)], headers: [], tag: UInt64(index)))
+        }
+        #expect(waitFor { producer.inFlightCount == 2 })
+        producer.close(flushTimeoutMilliseconds: 200)
+        let reports = recorder.all
+        #expect(reports.count == 20)
+        #expect(reports.allSatisfy { $0.error != nil })
+        #expect(Set(reports.map(\.tag)) == Set(0..<20))
+        producer.enqueue(KafkaOutboundRecord(topic: "closing", key: nil, value: [1], headers: [], tag: 99))
+        #expect(recorder.all.last?.tag == 99)
+        #expect(recorder.all.last?.error?.code == KafkaError.Code.closed)
     }
 }

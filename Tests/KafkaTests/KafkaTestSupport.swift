@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Observability
 import Synchronization
+import TestSupport
 
 /// Collects delivery reports from a producer's poll thread.
 final class DeliveryRecorder: Sendable {
@@ -15,12 +16,7 @@ final class DeliveryRecorder: Sendable {
 
     /// Waits until at least `count` reports arrived or `seconds` passed.
     func wait(forCount count: Int, seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if reports.withLock({ $0.count }) >= count { return true }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return reports.withLock { $0.count } >= count
+        waitFor(timeout: .milliseconds(Int64(seconds * 1000))) { reports.withLock { $0.count } >= count }
     }
 }
 

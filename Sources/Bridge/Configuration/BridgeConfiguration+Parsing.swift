@@ -1,3 +1,4 @@
+import Kafka
 import Foundation
 import Observability
 import YAML
@@ -69,10 +70,34 @@ extension BridgeConfiguration {
         if let value = section.optional("results_topic") { kafka.resultsTopic = try value.string() }
         if let value = section.optional("invalid_tokens_topic") { kafka.invalidTokensTopic = try value.string() }
         if let value = section.optional("dead_letter_topic") { kafka.deadLetterTopic = try value.string() }
-        if let value = section.optional("exactly_once") { kafka.exactlyOnce = try value.bool() }
-        if let value = section.optional("consumer") { kafka.consumer = try value.stringMap() }
-        if let value = section.optional("producer") { kafka.producer = try value.stringMap() }
+        if let value = section.optional("exactly_once") {
+            kafka.exactlyOnce = try value.bool()
+            if kafka.exactlyOnce {
+                throw value.error("exactly-once delivery is not available in this version; remove the key or set false (at least once)")
+            }
+        }
+        if let value = section.optional("consumer") {
+            kafka.consumer = try value.stringMap()
+            try refuseReserved(kafka.consumer, role: .consumer, keyPath: "kafka.consumer")
+        }
+        if let value = section.optional("producer") {
+            kafka.producer = try value.stringMap()
+            try refuseReserved(kafka.producer, role: .producer, keyPath: "kafka.producer")
+        }
         return kafka
+    }
+
+    /// A librdkafka property that carries a delivery guarantee (contract §6) is set by the
+    /// bridge; passing one through is an error naming it.
+    static func refuseReserved(
+        _ properties: [String: String], role: KafkaPropertyRules.Role, keyPath: String
+    ) throws(ConfigurationError) {
+        let reserved = KafkaPropertyRules.reserved(for: role)
+        for name in properties.keys.sorted() {
+            if let reason = reserved[name] {
+                throw ConfigurationError(keyPath: "\(keyPath).\(name)", message: "cannot be set: \(reason)")
+            }
+        }
     }
 
     static func parseAPNs(_ node: ConfigurationNode?) throws(ConfigurationError) -> APNsSettings {

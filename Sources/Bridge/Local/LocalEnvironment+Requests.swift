@@ -6,7 +6,7 @@ extension LocalEnvironment {
     /// Produces `records` to the request topic and waits until Kafka has acknowledged every one.
     /// Shared by the demo and the benchmark.
     /// - Throws: `PipelineError` when a record was refused or not acknowledged within 60 seconds.
-    public func produceRequests(_ records: [DemoWorkload.Record]) throws {
+    public func produceRequests<Records: Collection<DemoWorkload.Record>>(_ records: Records) throws {
         let failures = Atomic<Int>(0)
         let producer = try KafkaProducer(
             bootstrapServers: kafka.bootstrapServers, properties: ["linger.ms": "5"],

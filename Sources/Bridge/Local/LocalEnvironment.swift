@@ -28,14 +28,15 @@ public final class LocalEnvironment: @unchecked Sendable {
     ///   - partitions: partitions of every topic.
     ///   - unregisteredTokens: tokens the simulator answers 410 Unregistered for (token → ms timestamp).
     ///   - maxConcurrentStreams: the simulator's SETTINGS_MAX_CONCURRENT_STREAMS.
+    ///   - brokers: brokers of the mock cluster (ids 1...brokers).
     public init(partitions: Int32 = 4, unregisteredTokens: [String: Int64] = [:], maxConcurrentStreams: Int = 1000,
-                simulatorThreads: Int = 1) throws {
+                simulatorThreads: Int = 1, brokers: Int = 1) throws {
         let directory = try LocalFiles.makeTemporaryDirectory(prefix: "apns-bridge")
         ownsDirectory = directory
         do {
             credentials = try TestCredentials.generate(in: directory)
             self.partitions = partitions
-            kafka = try MockKafkaCluster(brokers: 1)
+            kafka = try MockKafkaCluster(brokers: brokers)
             for topic in [requestTopic, resultsTopic, invalidTokensTopic, deadLetterTopic] {
                 try kafka.createTopic(topic, partitions: partitions)
             }
@@ -52,9 +53,13 @@ public final class LocalEnvironment: @unchecked Sendable {
     }
 
     /// A complete bridge configuration (contract §8) for this environment. `extra` is appended
-    /// verbatim at the top level (e.g. `limits:` or `log:` sections).
-    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "") -> String {
-        """
+    /// verbatim at the top level (e.g. `limits:` or `log:` sections); `producer` adds librdkafka
+    /// producer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
+    /// runs never compete for 9464.
+    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "",
+                                  producer: [String: String] = [:]) -> String {
+        let producerLines = producer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
+        return """
         kafka:
           brokers: \(kafka.bootstrapServers)
           group_id: \(groupID)
@@ -67,7 +72,7 @@ public final class LocalEnvironment: @unchecked Sendable {
             heartbeat.interval.ms: 500
             auto.commit.interval.ms: 200
           producer:
-            linger.ms: 2
+            linger.ms: 2\(producerLines)
         apns:
           production_url: https://127.0.0.1:\(simulator.port)
           sandbox_url: https://127.0.0.1:\(simulator.port)
@@ -79,6 +84,8 @@ public final class LocalEnvironment: @unchecked Sendable {
             environment: production
             connections: \(connections)
             auth: {type: token, key_file: \(credentials.authKeyFile), key_id: \(credentials.keyID), team_id: \(credentials.teamID)}
+        http:
+          listen: 127.0.0.1:0
         shutdown_timeout: 10s
         \(extra)
         """

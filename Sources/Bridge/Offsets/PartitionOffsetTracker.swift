@@ -52,7 +52,8 @@ public struct PartitionOffsetTracker: Sendable {
         guard let position = find(offset), !ring[slot(position)].done else { return false }
         ring[slot(position)].done = true
         while count > 0, ring[head].done {
-            pendingCommit = ring[head].offset + 1
+            // Saturating: an offset is input like any other and must not trap.
+            pendingCommit = ring[head].offset == .max ? .max : ring[head].offset + 1
             head = (head + 1) & (ring.count - 1)
             count -= 1
         }
@@ -84,8 +85,8 @@ public struct PartitionOffsetTracker: Sendable {
         guard count > 0 else { return nil }
         let first = ring[head].offset
         guard offset >= first, let last = lastTracked, offset <= last else { return nil }
-        let guess = offset - first
-        if guess < Int64(count), ring[slot(Int(guess))].offset == offset { return Int(guess) }
+        let (guess, overflow) = offset.subtractingReportingOverflow(first)
+        if !overflow, guess < Int64(count), ring[slot(Int(guess))].offset == offset { return Int(guess) }
         var low = 0
         var high = count - 1
         while low <= high {

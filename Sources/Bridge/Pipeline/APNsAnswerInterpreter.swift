@@ -13,7 +13,8 @@ struct APNsAnswerInterpreter: Sendable {
         var app: String
         var environment: PushEnvironment
         var source: RecordSource
-        var startedAtMilliseconds: Int64
+        /// The record's usable Kafka timestamp (`RecordTimestamp.usable`), nil for `latency_ms: null`.
+        var startedAtMilliseconds: Int64?
     }
 
     /// The result, and the invalid-token record when APNs found the token invalid.
@@ -26,7 +27,7 @@ struct APNsAnswerInterpreter: Sendable {
         let now = nowMicroseconds / 1000
         var result = PushResult(
             requestID: request.requestID, app: request.app, token: notification.token, outcome: .failed,
-            attempts: answer.attempts, latencyMilliseconds: Double(nowMicroseconds - request.startedAtMilliseconds * 1000) / 1000,
+            attempts: answer.attempts, latencyMilliseconds: RecordTimestamp.latencyMilliseconds(from: request.startedAtMilliseconds, nowMicroseconds: nowMicroseconds),
             source: request.source, completedAtMilliseconds: now
         )
         var invalidToken: InvalidTokenRecord?

@@ -12,53 +12,76 @@ extension BridgePipeline {
     /// `shutdown_timeout`, flushes, commits and returns.
     /// - Returns: 0 after a clean stop, 1 after a fatal error.
     public func run() -> Int32 {
+        lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
+        consuming.store(true, ordering: .relaxed)
+        defer { consuming.store(false, ordering: .relaxed) }
         dispatcher.start()
-        if configuration.kafka.exactlyOnce {
-            logger.warning("kafka.exactly_once is not implemented in this version: results are published at least once")
-        }
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
         ])
-        // Notifications and outputs per record, from the last poll: sizes the next poll so that
-        // one batch cannot overshoot `limits.max_in_flight` by much.
-        var workPerRecord = 1
+        // Records polled and not yet admitted, with the assignment they were fetched under.
+        var waiting = AdmissionQueue()
         while !isStopRequested, fatalReason == nil {
+            lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
-            let room = max(0, configuration.limits.maxInFlight - inFlight)
+            let limit = configuration.limits.maxInFlight
+            let room = max(0, limit - inFlight)
+            // Poll for more only when everything polled so far was admitted; otherwise poll one
+            // record at most, so the group still sees this member alive while it waits for room.
+            let wanted = waiting.isEmpty ? waiting.pollSize(room: room) : 1
+            let timeout: Int32 = waiting.isEmpty || inFlight >= limit ? 100 : 0
             let messages: [KafkaMessage]
             do {
-                messages = try consumer.poll(maxMessages: max(1, min(1000, room / workPerRecord)), timeoutMilliseconds: 100)
+                messages = try consumer.poll(maxMessages: wanted, timeoutMilliseconds: timeout)
             } catch {
                 fail("consumer: \(error)")
                 break
             }
-            var work = 0
-            for message in messages {
-                // Records left unprocessed here are neither tracked nor committed.
-                guard !isStopRequested, fatalReason == nil else { break }
-                work += process(message)
-            }
-            dispatcher.flush()
             if !messages.isEmpty {
-                workPerRecord = max(1, work / messages.count)
+                let progressByPartition = partitions.withLock { $0 }
+                waiting.append(messages, progress: progressByPartition)
             }
+            admitWaiting(&waiting)
+            dispatcher.flush()
         }
         return drainAndClose()
     }
 
+    /// Processes waiting records while in-flight work is under `limits.max_in_flight`. The
+    /// decision is made per record after decoding, so in-flight work exceeds the limit by at most
+    /// one request (its tokens), whatever the fan-out of the records fetched.
+    func admitWaiting(_ waiting: inout AdmissionQueue) {
+        let limit = configuration.limits.maxInFlight
+        while inFlight < limit, !isStopRequested, fatalReason == nil, let next = waiting.popFirst() {
+            // Records left unprocessed here are neither tracked nor committed.
+            let work = process(next.message, progress: next.progress)
+            waiting.recordWork(work)
+            notePeakInFlight()
+        }
+    }
+
     /// Decodes one record and hands out its work; the record's own hold is released last.
-    /// - Returns: how many outputs the record will cause (its distinct tokens, or one dead letter).
+    /// - Parameter progress: the partition's progress when the record was polled; nil (not
+    ///   assigned then) or revoked since: the record is left for the partition's owner.
+    /// - Returns: how many units of in-flight work the record caused (its distinct tokens, or
+    ///   one dead letter); 0 when it was skipped.
     @discardableResult
-    func process(_ message: KafkaMessage) -> Int {
+    func process(_ message: KafkaMessage, progress: PartitionProgress?) -> Int {
         let topicPartition = message.topicPartition
-        guard let progress = partitions.withLock({ $0[topicPartition] }) else {
+        guard let progress else {
             // Not (or no longer) assigned: leave it for the partition's owner.
             return 0
         }
-        progress.track(message.offset)
+        guard progress.track(message.offset) else {
+            logger.debug("record skipped: revoked, or already tracked in this assignment", metadata: [
+                "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
+            ])
+            return 0
+        }
+        metrics.recordConsumed(topic: message.topic)
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
-        let startedAt = message.timestampMilliseconds ?? Timestamp.nowMilliseconds()
+        let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
         switch decoder.decode(value: message.value, source: source) {
         case .deadLetter(let deadLetter):
             let context = RequestContext(
@@ -66,10 +89,17 @@ extension BridgePipeline {
                 environment: .production, startedAtMilliseconds: startedAt, partition: progress
             )
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
+            metrics.recordDeadLetter(deadLetter.code)
             publisher.publishDeadLetter(deadLetter, message: message, context: context)
             context.release()
             return 1
         case .request(let request):
+            if logger.isEnabled(.debug) {
+                logger.debug("request admitted", metadata: [
+                    "bridge.request_id": request.id, "kafka.partition": "\(topicPartition)", "kafka.offset": "\(message.offset)",
+                    "bridge.tokens": "\(request.validTokens.count + request.invalidTokens.count)",
+                ])
+            }
             let context = RequestContext(
                 source: source, requestID: request.id, app: request.app, environment: request.environment,
                 startedAtMilliseconds: startedAt, partition: progress
@@ -83,7 +113,7 @@ extension BridgePipeline {
     /// Producer thread: one output record is acknowledged (or has finally failed) in Kafka.
     func delivered(tag: UInt64, error: KafkaError?) {
         let context = RequestContext.fromTag(tag)
-        publisher.acknowledged()
+        publisher.acknowledged(tag: tag)
         if let error {
             // The hold is kept, so the offset is never committed and a restart publishes it again.
             fail("a record could not be delivered to Kafka: \(error)")
@@ -95,6 +125,7 @@ extension BridgePipeline {
     func rebalanced(_ event: KafkaRebalanceEvent) {
         switch event {
         case .assigned(let assigned):
+            joinedGroup.store(true, ordering: .releasing)
             logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
             let consumer = self.consumer
             let logger = self.logger
@@ -142,10 +173,23 @@ extension BridgePipeline {
         list.map(\.description).joined(separator: ",")
     }
 
-    /// Work between fetch and Kafka's acknowledgement: notifications waiting for APNs plus
-    /// output records waiting for Kafka.
+    /// Work between admission and Kafka's acknowledgement, one unit per token (or dead letter):
+    /// notifications waiting for APNs plus results and dead letters waiting for Kafka. A token
+    /// moves from the first to the second without ever counting twice.
     var inFlight: Int {
         dispatcher.inFlight + publisher.pendingCount
+    }
+
+    /// Keeps the highest in-flight work seen; called after each admission, the only moment it grows.
+    func notePeakInFlight() {
+        let now = inFlight
+        var peak = peakInFlightValue.load(ordering: .relaxed)
+        while now > peak {
+            let (exchanged, original) = peakInFlightValue.compareExchange(
+                expected: peak, desired: now, ordering: .relaxed)
+            if exchanged { break }
+            peak = original
+        }
     }
 
     /// Keeps in-flight work under `limits.max_in_flight`. At the limit the consumer first stops
@@ -214,6 +258,7 @@ extension BridgePipeline {
         while inFlight > 0, Timestamp.monotonicNanoseconds() < deadline, fatalReason == nil {
             // Keep serving the group (and rebalance callbacks) while answers come in; records
             // of newly assigned partitions are left unprocessed and uncommitted.
+            lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             do {
                 _ = try consumer.poll(maxMessages: 1, timeoutMilliseconds: 20)
             } catch {
@@ -234,7 +279,7 @@ extension BridgePipeline {
             logger.error("stopped after a fatal error", metadata: ["error": reason])
             return 1
         }
-        logger.info("stopped cleanly")
+        logger.info("stopped cleanly", metadata: ["bridge.peak_in_flight": "\(peakInFlight)"])
         return 0
     }
 }

@@ -1,12 +1,14 @@
 import Kafka
 import HTTP2
+import Metrics
 import Observability
 import Synchronization
 
 /// The running bridge: consumes push requests, sends them to APNs and publishes every outcome.
 ///
 /// Threads: the caller of `run()` is the consumer thread (poll, decode, fan-out); the event loop
-/// threads carry HTTP/2 and turn answers into result records; librdkafka's producer thread
+/// threads carry HTTP/2 and turn answers into result records, which they append to the
+/// producer's outbox without waiting; the producer's publisher thread alone calls produce and
 /// serves delivery reports, which complete input offsets and store them for commit (librdkafka
 /// commits stored offsets every `auto.commit.interval.ms`, and once more on close).
 public final class BridgePipeline: Sendable {
@@ -22,8 +24,19 @@ public final class BridgePipeline: Sendable {
     let pausedPartitions = Locked<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
+    let peakInFlightValue = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
+    /// Every series of `/metrics` (contract §10).
+    public let metrics: BridgeMetrics
+    /// Set by the first assignment: the consumer is a member of its group.
+    let joinedGroup = Atomic<Bool>(false)
+    /// Whether `run()` is between its start and its return (for `/healthz`).
+    let consuming = Atomic<Bool>(false)
+    /// Monotonic time of the consumer loop's last iteration (for `/healthz`).
+    let lastConsumerIteration = Atomic<UInt64>(Timestamp.monotonicNanoseconds())
+    /// Lag by partition from the latest librdkafka statistics (consumer thread writes, scrapes read).
+    let consumerLag = Locked<[KafkaTopicPartition: Int64]>([:])
 
     /// Builds every component from the configuration; nothing is fetched until `run()`.
     /// - Throws: `PipelineError` naming what could not be set up (a key file, a TLS context, Kafka).
@@ -36,6 +49,8 @@ public final class BridgePipeline: Sendable {
         self.configuration = configuration
         self.backpressureGraceNanoseconds = backpressureGrace.totalNanoseconds
         self.decoder = PushRequestDecoder(configuration: configuration)
+        let metrics = BridgeMetrics(configuration: configuration)
+        self.metrics = metrics
         let pipelineBox = PipelineReference()
         do {
             group = try EventLoopGroup(threads: SystemInfo.onlineProcessorCount, name: "apns-loop")
@@ -46,6 +61,7 @@ public final class BridgePipeline: Sendable {
             producer = try KafkaProducer(
                 bootstrapServers: configuration.kafka.brokers,
                 properties: configuration.kafka.producer,
+                queueCapacity: BridgePipeline.producerQueueCapacity(limits: configuration.limits),
                 logger: Logger(label: "kafka.producer"),
                 deliveryHandler: { tag, error in pipelineBox.pipeline?.delivered(tag: tag, error: error) }
             )
@@ -53,18 +69,17 @@ public final class BridgePipeline: Sendable {
                 bootstrapServers: configuration.kafka.brokers,
                 groupID: configuration.kafka.groupID,
                 topics: configuration.kafka.topics,
-                properties: configuration.kafka.consumer,
+                properties: Self.consumerProperties(configuration.kafka),
                 logger: Logger(label: "kafka.consumer")
             )
         } catch {
             group.shutdown()
             throw PipelineError(component: "kafka", message: "\(error)")
         }
-        publisher = ResultPublisher(producer: producer, kafka: configuration.kafka) { reason in
-            pipelineBox.pipeline?.fail(reason)
-        }
+        publisher = ResultPublisher(producer: producer, kafka: configuration.kafka)
         do {
-            dispatcher = try NotificationDispatcher(configuration: configuration, group: group, publisher: publisher)
+            dispatcher = try NotificationDispatcher(
+                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics))
         } catch {
             producer.close()
             consumer.close()
@@ -73,6 +88,8 @@ public final class BridgePipeline: Sendable {
         }
         pipelineBox.set(self)
         consumer.rebalanceHandler = { event in pipelineBox.pipeline?.rebalanced(event) }
+        consumer.statisticsHandler = { json in pipelineBox.pipeline?.statisticsArrived(json) }
+        registerStateMetrics()
     }
 
     /// Asks `run()` to stop: it stops fetching, drains in-flight work, commits and returns. Any thread.
@@ -106,9 +123,46 @@ public final class BridgePipeline: Sendable {
         fatalState.withLock { $0 }
     }
 
-    /// Notifications waiting for APNs plus output records waiting for Kafka's acknowledgement.
+    /// Notifications waiting for APNs plus results and dead letters waiting for Kafka's acknowledgement.
     public var inFlightCount: Int {
         inFlight
+    }
+
+    /// Partitions currently assigned to this member.
+    public var assignedPartitionCount: Int {
+        partitions.withLock { $0.count }
+    }
+
+    /// Assigned partitions whose fetching is paused by backpressure.
+    public var pausedPartitionCount: Int {
+        pausedPartitions.withLock { $0.count }
+    }
+
+    /// Notifications handed to APNs and not answered yet.
+    public var notificationsAwaitingAPNs: Int {
+        dispatcher.inFlight
+    }
+
+    /// Results and dead letters handed to the producer and not acknowledged by Kafka yet.
+    public var outputsAwaitingKafka: Int {
+        publisher.pendingCount
+    }
+
+    /// The most in-flight work seen since start: at most `limits.max_in_flight` plus one request.
+    public var peakInFlight: Int {
+        peakInFlightValue.load(ordering: .relaxed)
+    }
+
+    /// librdkafka's queue bound, from `limits.max_in_flight`: room for every output the work in
+    /// flight can cause (a result and an invalid-token record per notification, the limit may be
+    /// passed by one request), so queue-full is rare and, when it happens (a lowered
+    /// `queue.buffering.max.messages`, a huge dead letter), outputs wait in the outbox and count
+    /// as in flight: fetching pauses, nothing sleeps.
+    static func producerQueueCapacity(limits: LimitsSettings) -> (messages: Int, kilobytes: Int) {
+        // Clamped first: configured limits have no upper bound, and this must not overflow.
+        let messages = 2 * (min(limits.maxInFlight, 2_000_000) + min(limits.maxTokensPerRequest, 2_000_000)) + 1_000
+        // About 1 KB per output, at least 64 MB so a few dead letters of `message.max.bytes` fit.
+        return (messages, max(65_536, messages))
     }
 
     /// The fatal error that stopped (or is stopping) `run()`, if any.

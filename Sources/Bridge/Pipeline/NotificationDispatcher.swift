@@ -26,6 +26,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool.
     private var pending: [PoolKey: [APNsPendingNotification]] = [:]
     private let inFlightCount = Atomic<Int>(0)
+    /// Every pool made so far with its app, for readers on other threads (`/metrics`, `/readyz`).
+    let poolDirectory = Locked<[(app: String, environment: PushEnvironment, client: APNsClient)]>([])
     private let abandoning = Atomic<Bool>(false)
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
@@ -57,11 +59,14 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         abandoning.store(true, ordering: .releasing)
     }
 
-    /// Closes every pool; what is still queued or in flight finishes without an answer.
+    /// Closes every pool; what is still queued or in flight finishes without an answer. The pools
+    /// are released: their connections hold this dispatcher as their delegate, so keeping them
+    /// would make a cycle that outlives the pipeline.
     func shutdown() {
         for pool in pools.values {
             pool.shutdown()
         }
+        pools.removeAll()
     }
 
     private func pool(app: String, environment: PushEnvironment) -> APNsClient? {
@@ -90,6 +95,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             delegate: self
         )
         pools[key] = pool
+        poolDirectory.withLock { $0.append((app: app, environment: environment, client: pool)) }
         pool.start()
         return pool
     }
@@ -161,7 +167,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
                               context: RequestContext, now: Int64) {
         let result = PushResult(
             requestID: context.requestID, app: context.app, token: token, outcome: outcome, reason: reason, attempts: 0,
-            latencyMilliseconds: Double(now - context.startedAtMilliseconds), source: context.source,
+            latencyMilliseconds: RecordTimestamp.latencyMilliseconds(from: context.startedAtMilliseconds, nowMicroseconds: now * 1000),
+            source: context.source,
             completedAtMilliseconds: now
         )
         publisher.publishResult(result, context: context)

@@ -34,7 +34,7 @@ public enum OneShotSender {
         let sink = CollectingResultSink()
         let dispatcher = try NotificationDispatcher(configuration: configuration, group: group, publisher: sink)
         let progress = PartitionProgress(topicPartition: .init(topic: source.topic, partition: 0)) { _, _ in }
-        progress.track(0)
+        _ = progress.track(0)  // a fresh tracker always takes its first offset
         let context = RequestContext(
             source: source, requestID: request.id, app: request.app, environment: request.environment,
             startedAtMilliseconds: Timestamp.nowMilliseconds(), partition: progress

@@ -23,7 +23,7 @@ final class RequestContext: Sendable {
         requestID: String,
         app: String,
         environment: PushEnvironment,
-        startedAtMilliseconds: Int64,
+        startedAtMilliseconds: Int64?,
         partition: PartitionProgress
     ) {
         self.facts = APNsAnswerInterpreter.RequestFacts(
@@ -38,8 +38,8 @@ final class RequestContext: Sendable {
     var source: RecordSource { facts.source }
     var requestID: String { facts.requestID }
     var app: String { facts.app }
-    /// Record timestamp (ms since the epoch) that `latency_ms` counts from.
-    var startedAtMilliseconds: Int64 { facts.startedAtMilliseconds }
+    /// Record timestamp (ms since the epoch) that `latency_ms` counts from; nil when unusable.
+    var startedAtMilliseconds: Int64? { facts.startedAtMilliseconds }
 
     /// Takes `count` more holds; call before handing out the outputs or notifications they cover.
     func retain(_ count: Int = 1) {
@@ -54,14 +54,25 @@ final class RequestContext: Sendable {
     }
 
     /// The context as a tag that keeps it alive until `fromTag` takes it back.
-    func retainedTag() -> UInt64 {
-        UInt64(UInt(bitPattern: Unmanaged.passRetained(self).toOpaque()))
+    /// - Parameter countsAsWork: false for an output that rides along with another one of the
+    ///   same token (an invalid-token record next to its result), which `limits.max_in_flight`
+    ///   does not count twice. Kept in the pointer's lowest bit (objects are 16-byte aligned).
+    func retainedTag(countsAsWork: Bool = true) -> UInt64 {
+        let pointer = UInt64(UInt(bitPattern: Unmanaged.passRetained(self).toOpaque()))
+        return countsAsWork ? pointer : pointer | RequestContext.uncountedBit
+    }
+
+    private static let uncountedBit: UInt64 = 1
+
+    /// Whether the output behind `tag` counts as in-flight work (see `retainedTag(countsAsWork:)`).
+    static func countsAsWork(_ tag: UInt64) -> Bool {
+        tag & uncountedBit == 0
     }
 
     /// Takes back a context passed through `retainedTag()`; each tag is taken back exactly once.
     static func fromTag(_ tag: UInt64) -> RequestContext {
-        // invariant: tags only ever come from retainedTag(), so the bit pattern is a live pointer.
-        let pointer = UnsafeRawPointer(bitPattern: UInt(tag))!
+        // invariant: tags only ever come from retainedTag(), so the bit pattern (less the flag) is a live pointer.
+        let pointer = UnsafeRawPointer(bitPattern: UInt(tag & ~uncountedBit))!
         return Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
     }
 }
@@ -69,12 +80,19 @@ final class RequestContext: Sendable {
 /// The completion state of one assigned partition: which offsets are done and what may be stored.
 ///
 /// A new object is made for every assignment, so work that finishes after a revocation updates
-/// only the old object (`isRevoked`) and never stores an offset for a partition this member no
-/// longer owns. Offsets are stored under the lock, so stores never go backwards.
+/// only the old object and never stores an offset for a partition this member no longer owns.
+/// Offsets are stored, and the revocation is marked, under the tracker's lock: once `revoke()`
+/// returns no store of this object can happen, so a late completion racing the revocation
+/// cannot move the partition's offset (then its new owner's) backwards. Stores never go
+/// backwards within one assignment either: the committable prefix only grows.
 final class PartitionProgress: Sendable {
+    private struct State {
+        var tracker = PartitionOffsetTracker()
+        var isRevoked = false
+    }
+
     let topicPartition: KafkaTopicPartition
-    private let tracker = Locked(PartitionOffsetTracker())
-    private let revoked = Atomic<Bool>(false)
+    private let state = Locked(State())
     private let store: @Sendable (KafkaTopicPartition, Int64) -> Void
 
     init(topicPartition: KafkaTopicPartition, store: @escaping @Sendable (KafkaTopicPartition, Int64) -> Void) {
@@ -83,25 +101,38 @@ final class PartitionProgress: Sendable {
     }
 
     /// Registers an offset in consumption order.
-    func track(_ offset: Int64) {
-        tracker.withLock { _ = $0.track(offset) }
+    /// - Returns: false when the record must not be processed: the partition was revoked, or
+    ///   the offset is at or below one already tracked in this assignment (a re-delivery after
+    ///   an offset reset or a seek). Its earlier delivery is tracked and finishes (or is left
+    ///   uncommitted) on its own; processing it again would complete that earlier entry early
+    ///   and let the commit pass a record still in flight.
+    func track(_ offset: Int64) -> Bool {
+        state.withLock { state in
+            !state.isRevoked && state.tracker.track(offset)
+        }
     }
 
     /// Offsets consumed and not yet committable.
     var pendingCount: Int {
-        tracker.withLock { $0.pendingCount }
+        state.withLock { $0.tracker.pendingCount }
     }
 
-    /// Stops storing offsets: the partition was revoked or lost.
+    /// Whether `revoke()` was called.
+    var isRevoked: Bool {
+        state.withLock { $0.isRevoked }
+    }
+
+    /// Stops storing offsets: the partition was revoked or lost. After it returns, no store
+    /// from this object happens, even for work completing on another thread at that moment.
     func revoke() {
-        revoked.store(true, ordering: .releasing)
+        state.withLock { $0.isRevoked = true }
     }
 
     /// Marks an offset complete and stores the grown committable prefix, if any.
     func complete(_ offset: Int64) {
-        tracker.withLock { tracker in
-            tracker.complete(offset)
-            if let next = tracker.committableNextOffset(), !revoked.load(ordering: .acquiring) {
+        state.withLock { state in
+            state.tracker.complete(offset)
+            if let next = state.tracker.committableNextOffset(), !state.isRevoked {
                 store(topicPartition, next)
             }
         }

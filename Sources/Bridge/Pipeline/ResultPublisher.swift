@@ -10,29 +10,38 @@ protocol ResultSink: Sendable {
     func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext)
 }
 
-/// Encodes outputs (contract §3–§5) and produces them to Kafka, each holding one count of its
-/// input record's `RequestContext` until the delivery report arrives.
+/// Encodes outputs (contract §3–§5) and hands them to the producer's outbox, each holding one
+/// count of its input record's `RequestContext` until the delivery report arrives.
 ///
-/// Thread-safe: called from the consumer thread and from every event loop thread.
+/// Thread-safe and non-blocking: called from the consumer thread and from every event loop
+/// thread, none of which ever calls librdkafka or waits for room in its queue.
 final class ResultPublisher: ResultSink {
     private let producer: KafkaProducer
     private let resultsTopic: String
     private let invalidTokensTopic: String
     private let deadLetterTopic: String
-    private let onFatal: @Sendable (String) -> Void
     private let unacknowledged = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
 
-    init(producer: KafkaProducer, kafka: KafkaSettings, onFatal: @escaping @Sendable (String) -> Void) {
+    /// The producer's `message.max.bytes` (librdkafka refuses larger records).
+    private let maximumRecordBytes: Int
+
+    /// Framing librdkafka counts on top of key, value and headers (record and batch overhead), with room to spare.
+    static let recordOverheadBytes = 1024
+
+    init(producer: KafkaProducer, kafka: KafkaSettings) {
+        // librdkafka's default; a configured value was already accepted by librdkafka at start.
+        self.maximumRecordBytes = kafka.producer["message.max.bytes"].flatMap { Int($0) } ?? 1_000_000
         self.producer = producer
         self.resultsTopic = kafka.resultsTopic
         self.invalidTokensTopic = kafka.invalidTokensTopic
         self.deadLetterTopic = kafka.deadLetterTopic
-        self.onFatal = onFatal
     }
 
-    /// Output records produced and not yet acknowledged by Kafka: part of what backpressure bounds,
-    /// so a slow Kafka cannot make results pile up in memory.
+    /// Results and dead letters handed over and not yet acknowledged by Kafka (in the outbox or
+    /// in librdkafka's queue): part of what backpressure bounds, so a slow or full Kafka pauses
+    /// fetching instead of making results pile up in memory. An invalid-token record rides along
+    /// with its token's result and is not counted again.
     var pendingCount: Int { unacknowledged.load(ordering: .relaxed) }
 
     /// After a fatal error: nothing more is produced. Outputs not produced keep their holds, so
@@ -41,9 +50,11 @@ final class ResultPublisher: ResultSink {
         stopped.store(true, ordering: .releasing)
     }
 
-    /// Producer thread: Kafka acknowledged (or finally failed) one record.
-    func acknowledged() {
-        unacknowledged.subtract(1, ordering: .relaxed)
+    /// Publisher thread: Kafka acknowledged (or finally failed) the record produced with `tag`.
+    func acknowledged(tag: UInt64) {
+        if RequestContext.countsAsWork(tag) {
+            unacknowledged.subtract(1, ordering: .relaxed)
+        }
     }
 
     /// Publishes one result on the results topic, keyed by the request id.
@@ -59,16 +70,43 @@ final class ResultPublisher: ResultSink {
         var value: [UInt8] = []
         value.reserveCapacity(256)
         ResultRecordEncoder.appendInvalidToken(record, to: &value)
-        produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: value, headers: context.requestIDHeader, context: context)
+        produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: value, headers: context.requestIDHeader,
+                context: context, countsAsWork: false)
     }
 
-    /// Publishes an input record that could not become notifications, with its key and headers.
+    /// Publishes an input record that could not become notifications, with its key and headers,
+    /// cut to fit the producer's `message.max.bytes` (contract §5): a dead letter Kafka refused
+    /// would stop the partition, and the same record would stop it again after every restart.
     func publishDeadLetter(_ deadLetter: DeadLetter, message: KafkaMessage, context: RequestContext) {
-        var value: [UInt8] = []
-        ResultRecordEncoder.appendDeadLetter(deadLetter, source: context.source, original: message.value, to: &value)
         // Our `request-id` replaces one the original may carry, so readers see one value.
-        let headers = message.headers.filter { $0.name != "request-id" } + context.requestIDHeader
-        produce(topic: deadLetterTopic, key: message.key, value: value, headers: headers, context: context)
+        var headers = message.headers.filter { $0.name != "request-id" } + context.requestIDHeader
+        var key = message.key
+        var budget = deadLetterBudget(key: key, headers: headers)
+        if budget < ResultPublisher.minimumDeadLetterBytes {
+            // Key and headers alone nearly fill a record (possible only near the limit): the
+            // original headers go first, then the key; the value always fits.
+            headers = context.requestIDHeader
+            budget = deadLetterBudget(key: key, headers: headers)
+            if budget < ResultPublisher.minimumDeadLetterBytes {
+                key = nil
+                budget = deadLetterBudget(key: nil, headers: headers)
+            }
+        }
+        var value: [UInt8] = []
+        ResultRecordEncoder.appendDeadLetter(
+            deadLetter, source: context.source, original: message.value, maximumBytes: budget, to: &value)
+        produce(topic: deadLetterTopic, key: key, value: value, headers: headers, context: context)
+    }
+
+    /// A dead letter's value always has room for its code, detail and source.
+    static let minimumDeadLetterBytes = 8 * 1024
+
+    private func deadLetterBudget(key: [UInt8]?, headers: [(name: String, value: [UInt8])]) -> Int {
+        var used = ResultPublisher.recordOverheadBytes + (key?.count ?? 0)
+        for header in headers {
+            used += header.name.utf8.count + header.value.count + 16
+        }
+        return maximumRecordBytes - used
     }
 
     private func produce(
@@ -76,20 +114,18 @@ final class ResultPublisher: ResultSink {
         key: [UInt8]?,
         value: [UInt8],
         headers: [(name: String, value: [UInt8])],
-        context: RequestContext
+        context: RequestContext,
+        countsAsWork: Bool = true
     ) {
         context.retain()
         // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
         guard !stopped.load(ordering: .acquiring) else { return }
-        let tag = context.retainedTag()
-        unacknowledged.add(1, ordering: .relaxed)
-        do {
-            try producer.produce(topic: topic, key: key, value: value, headers: headers, tag: tag)
-        } catch {
-            unacknowledged.subtract(1, ordering: .relaxed)
-            // Balance the tag's retain; the count stays held so the offset is never committed.
-            _ = RequestContext.fromTag(tag)
-            onFatal("producing to \(topic) failed: \(error)")
+        if countsAsWork {
+            unacknowledged.add(1, ordering: .relaxed)
         }
+        // Never blocks: the producer's publisher thread hands it to librdkafka. A record Kafka
+        // refuses comes back through the delivery handler with its error, like a failed delivery.
+        let tag = context.retainedTag(countsAsWork: countsAsWork)
+        producer.enqueue(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: tag))
     }
 }

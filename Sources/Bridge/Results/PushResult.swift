@@ -34,8 +34,9 @@ public struct PushResult: Sendable, Equatable {
     public var unregisteredAt: Int64?
     /// Attempts made (0 when never sent).
     public var attempts: Int
-    /// From the record's Kafka timestamp to the final answer.
-    public var latencyMilliseconds: Double
+    /// From the record's Kafka timestamp to the final answer; nil when the record had no usable
+    /// timestamp (none, or more than a day from the bridge's clock).
+    public var latencyMilliseconds: Double?
     /// The input record.
     public var source: RecordSource
     /// When the outcome became final (ms since the epoch).
@@ -44,7 +45,7 @@ public struct PushResult: Sendable, Equatable {
     /// Creates a result.
     public init(requestID: String, app: String, token: String, outcome: PushOutcome, status: Int? = nil,
                 reason: String? = nil, apnsID: String? = nil, apnsUniqueID: String? = nil, unregisteredAt: Int64? = nil,
-                attempts: Int, latencyMilliseconds: Double, source: RecordSource, completedAtMilliseconds: Int64) {
+                attempts: Int, latencyMilliseconds: Double?, source: RecordSource, completedAtMilliseconds: Int64) {
         self.requestID = requestID
         self.app = app
         self.token = token

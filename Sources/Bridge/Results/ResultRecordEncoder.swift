@@ -28,7 +28,11 @@ public enum ResultRecordEncoder {
         append(",\"attempts\":", to: &buffer)
         appendInteger(Int64(result.attempts), to: &buffer)
         append(",\"latency_ms\":", to: &buffer)
-        appendOneDecimal(result.latencyMilliseconds, to: &buffer)
+        if let latency = result.latencyMilliseconds {
+            appendOneDecimal(latency, to: &buffer)
+        } else {
+            append("null", to: &buffer)
+        }
         append(",\"source\":", to: &buffer)
         appendSource(result.source, to: &buffer)
         append(",\"completed_at\":\"", to: &buffer)
@@ -55,32 +59,6 @@ public enum ResultRecordEncoder {
         append(",\"observed_at\":\"", to: &buffer)
         Timestamp.appendISO8601(record.observedAtMilliseconds, to: &buffer)
         append("\"}", to: &buffer)
-    }
-
-    /// Appends a dead-letter record (contract §5). `original` is the input value: written as a
-    /// string with `original_encoding` `utf8` when it is valid UTF-8, else base64 with `base64`;
-    /// a null input value gives `"original":null,"original_encoding":null`.
-    public static func appendDeadLetter(_ deadLetter: DeadLetter, source: RecordSource, original: [UInt8]?,
-                                        to buffer: inout [UInt8]) {
-        append("{\"error\":", to: &buffer)
-        JSONText.appendQuoted(deadLetter.code.rawValue, to: &buffer)
-        append(",\"detail\":", to: &buffer)
-        JSONText.appendQuoted(deadLetter.detail, to: &buffer)
-        append(",\"source\":", to: &buffer)
-        appendSource(source, to: &buffer)
-        append(",\"original\":", to: &buffer)
-        if let original {
-            if UTF8Validation.isValid(original) {
-                JSONText.appendQuoted(String(decoding: original, as: UTF8.self), to: &buffer)
-                append(",\"original_encoding\":\"utf8\"}", to: &buffer)
-            } else {
-                buffer.append(UInt8(ascii: "\""))
-                Base64.append(original, to: &buffer)
-                append("\",\"original_encoding\":\"base64\"}", to: &buffer)
-            }
-        } else {
-            append("null,\"original_encoding\":null}", to: &buffer)
-        }
     }
 
     // MARK: Pieces

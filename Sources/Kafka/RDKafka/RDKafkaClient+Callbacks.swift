@@ -36,6 +36,8 @@ extension RDKafkaClient {
                 if stored == nil { stored = error }
             }
         }
+        // Served by rd_kafka_poll / rd_kafka_consumer_poll every `statistics.interval.ms`.
+        rd_kafka_conf_set_stats_cb(conf, statisticsCallback)
         switch kind {
         case .producer:
             rd_kafka_conf_set_dr_msg_cb(conf, deliveryReportCallback)
@@ -43,6 +45,17 @@ extension RDKafkaClient {
             rd_kafka_conf_set_rebalance_cb(conf, rebalanceCallback)
         }
     }
+}
+
+/// librdkafka's statistics: the JSON is copied out and handed to the client's handler. Returning 0
+/// lets librdkafka free its buffer.
+private let statisticsCallback: @convention(c) (
+    OpaquePointer?, UnsafeMutablePointer<CChar>?, Int, UnsafeMutableRawPointer?
+) -> Int32 = { _, json, length, opaque in
+    guard let json, length > 0, let context = RDKafkaClientContext.of(opaque: opaque),
+          let handler = context.statisticsHandler.withLock({ $0 }) else { return 0 }
+    handler(Array(UnsafeRawBufferPointer(start: json, count: length)))
+    return 0
 }
 
 /// One delivery report: served by `rd_kafka_poll`/`rd_kafka_flush` on the producer's poll

@@ -70,7 +70,7 @@ final class RDKafkaClient: @unchecked Sendable {
     }
 
     /// Sets each property with `rd_kafka_conf_set`.
-    private static func apply(_ properties: [(name: String, value: String)], to conf: OpaquePointer) throws {
+    static func apply(_ properties: [(name: String, value: String)], to conf: OpaquePointer) throws {
         var errorText = [CChar](repeating: 0, count: 512)
         for (name, value) in properties {
             let result = rd_kafka_conf_set(conf, name, value, &errorText, errorText.count)

@@ -15,6 +15,8 @@ final class RDKafkaClientContext: Sendable {
     let rebalanceHandler = Locked<(@Sendable (KafkaRebalanceEvent) -> Void)?>(nil)
     /// Partitions revoked or lost by rebalances during the current `poll` (consumers only).
     let revokedDuringPoll = Locked<[KafkaTopicPartition]>([])
+    /// Receives librdkafka's statistics JSON every `statistics.interval.ms`; set at any time.
+    let statisticsHandler = Locked<(@Sendable ([UInt8]) -> Void)?>(nil)
     /// The first fatal error reported by librdkafka's error callback, if any.
     let fatalError = Locked<KafkaError?>(nil)
 

@@ -1,0 +1,134 @@
+import APNs
+import Metrics
+import Observability
+
+/// Every series of contract §10 for one bridge, on its own registry.
+///
+/// Label sets are resolved when the bridge starts (per configured app and topic) or on a
+/// series' first use (`CounterTable`), never per increment: recording an outcome is a dictionary
+/// lookup of the app and one atomic add. Thread-safe.
+public final class BridgeMetrics: Sendable {
+    /// The registry `/metrics` renders.
+    public let registry: MetricsRegistry
+
+    /// APNs round trips: 1 ms to 10 s.
+    public static let requestDurationBuckets: [Double] = [
+        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
+    /// From the record's Kafka timestamp to the final answer: 5 ms to 10 min (a backlog counts).
+    public static let endToEndBuckets: [Double] = [
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+    ]
+
+    /// The series of one app.
+    struct AppSeries: Sendable {
+        let notifications: [PushOutcome: Counter]
+        let invalidTokens: [Counter]
+        let responses: CounterTable
+        let retries: CounterTable
+        let requestDuration: Histogram
+        let endToEndLatency: Histogram
+    }
+
+    private let apps: [String: AppSeries]
+    /// The same series by pool name (`app/environment`), as the APNs client names itself.
+    private let appsByPool: [String: AppSeries]
+    private let consumedByTopic: [String: Counter]
+    private let deadLetters: [Counter]
+
+    /// Declares the families and creates the series of every configured app and topic at zero,
+    /// so rates and alerts work from the first scrape.
+    public init(configuration: BridgeConfiguration, registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        Self.describeFamilies(registry)
+        ProcessMetrics.register(on: registry)
+        var apps: [String: AppSeries] = [:]
+        var appsByPool: [String: AppSeries] = [:]
+        for app in configuration.apps {
+            let series = Self.makeAppSeries(app.name, registry: registry)
+            apps[app.name] = series
+            for environment in [PushEnvironment.production, .sandbox] {
+                appsByPool["\(app.name)/\(environment.rawValue)"] = series
+            }
+        }
+        self.apps = apps
+        self.appsByPool = appsByPool
+        consumedByTopic = Dictionary(uniqueKeysWithValues: configuration.kafka.topics.map { topic in
+            (topic, Counter(label: "apns_bridge_records_consumed_total", dimensions: [("topic", topic)], registry: registry))
+        })
+        deadLetters = MetricLabels.deadLetterCodes.map { code in
+            Counter(label: "apns_bridge_dead_letters_total", dimensions: [("error", code)], registry: registry)
+        }
+    }
+
+    private static func makeAppSeries(_ app: String, registry: MetricsRegistry) -> AppSeries {
+        let notifications = Dictionary(uniqueKeysWithValues: PushOutcome.allCases.map { outcome in
+            (outcome, Counter(label: "apns_bridge_notifications_total",
+                              dimensions: [("app", app), ("outcome", outcome.rawValue)], registry: registry))
+        })
+        let invalidTokens = MetricLabels.invalidTokenReasons.map { reason in
+            Counter(label: "apns_bridge_invalid_tokens_total", dimensions: [("app", app), ("reason", reason)], registry: registry)
+        }
+        let reasons = MetricLabels.reasonValues
+        let responses = CounterTable(count: MetricLabels.statusValues.count * reasons.count) { index in
+            Counter(label: "apns_bridge_apns_responses_total", dimensions: [
+                ("app", app), ("status", MetricLabels.statusValues[index / reasons.count]),
+                ("reason", reasons[index % reasons.count]),
+            ], registry: registry)
+        }
+        let retries = CounterTable(count: MetricLabels.retryCauses.count) { index in
+            Counter(label: "apns_bridge_retries_total", dimensions: [("app", app), ("cause", MetricLabels.retryCauses[index])],
+                    registry: registry)
+        }
+        return AppSeries(
+            notifications: notifications, invalidTokens: invalidTokens, responses: responses, retries: retries,
+            requestDuration: Histogram(label: "apns_bridge_apns_request_duration_seconds", dimensions: [("app", app)],
+                                       registry: registry),
+            endToEndLatency: Histogram(label: "apns_bridge_end_to_end_latency_seconds", dimensions: [("app", app)],
+                                       registry: registry)
+        )
+    }
+
+    // MARK: - Recording (any thread)
+
+    /// One input record was taken from `topic` (consumer thread).
+    func recordConsumed(topic: String) {
+        if let counter = consumedByTopic[topic] {
+            counter.increment()
+        } else {
+            // A topic outside the configured list (not expected): its series is made on first use.
+            Counter(label: "apns_bridge_records_consumed_total", dimensions: [("topic", topic)], registry: registry).increment()
+        }
+    }
+
+    /// One input record went to the dead-letter topic.
+    func recordDeadLetter(_ code: DeadLetterCode) {
+        deadLetters[MetricLabels.deadLetterIndex(code)].increment()
+    }
+
+    /// One result was published: its outcome, and its end-to-end latency when known.
+    func recordResult(app: String, outcome: PushOutcome, latencyMilliseconds: Double?) {
+        guard let series = apps[app] else { return }
+        series.notifications[outcome]?.increment()
+        if let latencyMilliseconds, latencyMilliseconds.isFinite, latencyMilliseconds >= 0 {
+            series.endToEndLatency.record(latencyMilliseconds / 1000)
+        }
+    }
+
+    /// One invalid-token record was published.
+    func recordInvalidToken(app: String, reason: String) {
+        apps[app]?.invalidTokens[MetricLabels.invalidTokenReasonIndex(reason)].increment()
+    }
+
+    /// APNs answered one request (retried or final) of the pool named `pool` (`app/environment`).
+    func recordAPNsResponse(pool: String, status: Int, reason: String?, duration: Duration) {
+        guard let series = appsByPool[pool] else { return }
+        series.responses.counter(at: MetricLabels.responseIndex(status: status, reason: reason)).increment()
+        series.requestDuration.record(duration)
+    }
+
+    /// The pool named `pool` will send a notification again because of `cause`.
+    func recordRetry(pool: String, cause: String) {
+        appsByPool[pool]?.retries.counter(at: MetricLabels.retryCauseIndex(cause)).increment()
+    }
+}

@@ -1,0 +1,73 @@
+import APNs
+
+/// The bounded value sets of the labels whose values come from outside the program (APNs'
+/// answers, retry causes, dead-letter codes), and their mapping to table indexes.
+///
+/// A metric label never carries a device token, request id or any other unbounded value: what is
+/// not in a set below is counted as `other`, so a peer that invents statuses or reasons cannot
+/// create new series.
+enum MetricLabels {
+    /// The value for anything outside a known set.
+    static let other = "other"
+
+    /// HTTP statuses Apple documents for APNs answers.
+    static let apnsStatuses = [200, 400, 403, 404, 405, 410, 413, 429, 500, 503]
+
+    /// `status` label values: the documented statuses, then `other`.
+    static let statusValues = apnsStatuses.map(String.init) + [other]
+
+    /// `reason` label values: `none` (no reason, as in a 200), Apple's documented reasons, `other`.
+    static let reasonValues = ["none"] + APNsReason.allKnown.map(\.rawValue) + [other]
+
+    private static let statusIndexes = Dictionary(uniqueKeysWithValues: apnsStatuses.enumerated().map { ($1, $0) })
+    private static let reasonIndexes = Dictionary(
+        uniqueKeysWithValues: APNsReason.allKnown.enumerated().map { ($1.rawValue, $0 + 1) })
+
+    /// The index of a status in `statusValues`.
+    static func statusIndex(_ status: Int) -> Int {
+        statusIndexes[status] ?? apnsStatuses.count
+    }
+
+    /// The index of a reason in `reasonValues` (`nil` → `none`; an unknown string → `other`).
+    static func reasonIndex(_ reason: String?) -> Int {
+        guard let reason else { return 0 }
+        return reasonIndexes[reason] ?? reasonValues.count - 1
+    }
+
+    /// The cell of (status, reason) in a table of `statusValues.count × reasonValues.count`.
+    static func responseIndex(status: Int, reason: String?) -> Int {
+        statusIndex(status) * reasonValues.count + reasonIndex(reason)
+    }
+
+    /// Retry causes (the pool's `APNsRetryCause` raw values), then `other`.
+    static let retryCauses = [
+        "status_429", "status_5xx", "connection_lost", "timeout", "expired_provider_token", "refused", "goaway", other,
+    ]
+    private static let retryCauseIndexes = Dictionary(uniqueKeysWithValues: retryCauses.enumerated().map { ($1, $0) })
+
+    /// The index of a cause in `retryCauses`.
+    static func retryCauseIndex(_ cause: String) -> Int {
+        retryCauseIndexes[cause] ?? retryCauses.count - 1
+    }
+
+    /// Reasons an invalid-token record carries (contract §4), then `other`.
+    static let invalidTokenReasons = ["Unregistered", "ExpiredToken", "BadDeviceToken", "DeviceTokenNotForTopic", other]
+    private static let invalidTokenIndexes = Dictionary(
+        uniqueKeysWithValues: invalidTokenReasons.enumerated().map { ($1, $0) })
+
+    /// The index of a reason in `invalidTokenReasons`.
+    static func invalidTokenReasonIndex(_ reason: String) -> Int {
+        invalidTokenIndexes[reason] ?? invalidTokenReasons.count - 1
+    }
+
+    /// Dead-letter codes (contract §5), then `other`.
+    static let deadLetterCodes = [
+        DeadLetterCode.invalidJSON, .invalidRequest, .unknownApp, .payloadTooLarge, .tooManyTokens,
+    ].map(\.rawValue) + [other]
+    private static let deadLetterIndexes = Dictionary(uniqueKeysWithValues: deadLetterCodes.enumerated().map { ($1, $0) })
+
+    /// The index of a code in `deadLetterCodes`.
+    static func deadLetterIndex(_ code: DeadLetterCode) -> Int {
+        deadLetterIndexes[code.rawValue] ?? deadLetterCodes.count - 1
+    }
+}

@@ -1,0 +1,65 @@
+import Kafka
+
+/// Records the consumer polled and the pipeline has not admitted yet (consumer thread only).
+///
+/// Admission is decided per record after decoding, so a poll may return more records than there
+/// is room for: the rest wait here, in order, instead of all being fanned out at once. Each
+/// record keeps the partition progress it was polled under: if the partition is revoked before
+/// its turn comes, the record is skipped (its new owner reads it again from the committed offset).
+/// The poll size follows the largest fan-out seen lately, so few records wait here.
+struct AdmissionQueue {
+    struct Entry {
+        var message: KafkaMessage
+        var progress: PartitionProgress?
+    }
+
+    private var entries: [Entry] = []
+    private var head = 0
+    /// The largest work (tokens) one record caused in the recent past; at least 1.
+    private var recentLargestWork = 1
+
+    /// Whether every polled record was admitted.
+    var isEmpty: Bool { head == entries.count }
+
+    /// Records waiting.
+    var count: Int { entries.count - head }
+
+    /// How many records to poll with `room` units of in-flight work free: enough to fill it if
+    /// records are as large as the largest seen lately, at least 1 and at most 1000.
+    func pollSize(room: Int) -> Int {
+        max(1, min(1000, room / recentLargestWork))
+    }
+
+    /// Adds polled records, each with its partition's progress at poll time.
+    mutating func append(_ messages: [KafkaMessage], progress: [KafkaTopicPartition: PartitionProgress]) {
+        if head == entries.count {
+            entries.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        for message in messages {
+            entries.append(Entry(message: message, progress: progress[message.topicPartition]))
+        }
+    }
+
+    /// The oldest waiting record.
+    mutating func popFirst() -> Entry? {
+        guard head < entries.count else { return nil }
+        defer {
+            entries[head] = Entry(message: AdmissionQueue.emptyMessage, progress: nil)  // free its bytes now
+            head += 1
+        }
+        return entries[head]
+    }
+
+    /// Learns from one admitted record's work: grows at once, shrinks slowly.
+    mutating func recordWork(_ work: Int) {
+        if work > recentLargestWork {
+            recentLargestWork = work
+        } else if recentLargestWork > 1 {
+            recentLargestWork -= max(1, (recentLargestWork - work) / 64)
+        }
+    }
+
+    private static let emptyMessage = KafkaMessage(
+        topic: "", partition: 0, offset: 0, key: nil, value: nil, headers: [], timestampMilliseconds: nil)
+}

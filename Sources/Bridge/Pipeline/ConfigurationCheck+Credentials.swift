@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import APNs
+import HTTP2
+import Observability
+
+extension ConfigurationCheck {
+    static func checkApp(_ app: AppSettings, now: Int64) -> [ConfigurationFinding] {
+        let subject = "apps.\(app.name).auth"
+        var findings: [ConfigurationFinding] = []
+        switch app.auth {
+        case .token(let keyFile, let keyID, let teamID):
+            findings += checkKeyFileMode(keyFile, subject: subject + ".key_file")
+            do {
+                let signer = JWTSigner(key: try APNsSigningKey(pemFile: keyFile), keyID: keyID, teamID: teamID)
+                _ = try signer.sign(issuedAt: now)
+                findings.append(.init(.ok, subject, "key \(keyFile) loads and signs an ES256 provider token (key id \(keyID), team \(teamID))"))
+            } catch {
+                findings.append(.init(.error, subject, "\(error)"))
+            }
+        case .certificate(let certFile, let keyFile, _):
+            findings += checkKeyFileMode(keyFile, subject: subject + ".key_file")
+            do {
+                let leaf = try CertificateInspector.pemCertificates(file: certFile)[0]  // invariant: never empty
+                findings.append(validity(of: leaf, subject: subject + ".cert_file", now: now))
+            } catch {
+                findings.append(.init(.error, subject + ".cert_file", "\(error)"))
+            }
+            findings.append(loadTLSIdentity(app, subject: subject, what: "certificate and key \(keyFile)"))
+        case .certificatePKCS12(let p12File, let passphrase):
+            findings += checkKeyFileMode(p12File, subject: subject + ".p12_file")
+            do {
+                let leaf = try CertificateInspector.pkcs12Certificate(file: p12File, passphrase: passphrase)
+                findings.append(validity(of: leaf, subject: subject + ".p12_file", now: now))
+                findings.append(loadTLSIdentity(app, subject: subject, what: "PKCS#12 identity \(p12File)"))
+            } catch {
+                findings.append(.init(.error, subject + ".p12_file", "\(error)"))  // loading it would fail the same way
+            }
+        }
+        return findings
+    }
+
+    /// The certificate and key as the connections will load them (passphrase, key matches certificate).
+    private static func loadTLSIdentity(_ app: AppSettings, subject: String, what: String) -> ConfigurationFinding {
+        do {
+            _ = try AppCredentials(app: app, caFile: nil)
+            return .init(.ok, subject, "\(what) load and match")
+        } catch {
+            return .init(.error, subject, error.message)
+        }
+    }
+
+    static func checkCAFile(_ caFile: String, now: Int64) -> [ConfigurationFinding] {
+        do {
+            let certificates = try CertificateInspector.pemCertificates(file: caFile)
+            var findings = [ConfigurationFinding(.ok, "apns.ca_file", "\(caFile) holds \(certificates.count) certificate(s)")]
+            findings += certificates.map { validity(of: $0, subject: "apns.ca_file", now: now) }.filter { $0.severity != .ok }
+            return findings
+        } catch {
+            return [.init(.error, "apns.ca_file", "\(error)")]
+        }
+    }
+
+    /// Valid now and for at least `expiryWarningSeconds`, a warning when it expires sooner, an error otherwise.
+    static func validity(of certificate: CertificateSummary, subject: String, now: Int64) -> ConfigurationFinding {
+        let until = Timestamp.iso8601(certificate.notAfter * 1000)
+        if now < certificate.notBefore {
+            return .init(.error, subject, "certificate \(certificate.subject) is not valid before \(Timestamp.iso8601(certificate.notBefore * 1000))")
+        }
+        if now >= certificate.notAfter {
+            return .init(.error, subject, "certificate \(certificate.subject) expired on \(until)")
+        }
+        let days = (certificate.notAfter - now) / 86_400
+        if certificate.notAfter - now < expiryWarningSeconds {
+            return .init(.warning, subject, "certificate \(certificate.subject) expires in \(days) day(s), on \(until): renew it")
+        }
+        return .init(.ok, subject, "certificate \(certificate.subject) valid until \(until) (\(days) days)")
+    }
+
+    /// A warning when a key file can be read (or written) by group or others.
+    static func checkKeyFileMode(_ path: String, subject: String) -> [ConfigurationFinding] {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return [] }  // unreadable files are reported by the load
+        let mode = status.st_mode & 0o777
+        guard mode & 0o077 != 0 else { return [] }
+        return [.init(.warning, subject, "\(path) is accessible by group or others (mode \(String(mode, radix: 8))); chmod 600 it")]
+    }
+}

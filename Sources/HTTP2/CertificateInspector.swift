@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import COpenSSL
+
+/// What `apns-bridge check` needs to know about a certificate: whom it names and when it is valid.
+public struct CertificateSummary: Sendable, Equatable {
+    /// The subject, one line (e.g. `CN=Apple Push Services: com.example.chat, O=…`).
+    public var subject: String
+    /// Start of validity, Unix seconds.
+    public var notBefore: Int64
+    /// End of validity, Unix seconds.
+    public var notAfter: Int64
+
+    /// Creates a summary.
+    public init(subject: String, notBefore: Int64, notAfter: Int64) {
+        self.subject = subject
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+    }
+}
+
+/// Reads certificates from PEM and PKCS#12 files without using them (cold path, for `check`).
+public enum CertificateInspector {
+    /// Every certificate in a PEM file, in file order.
+    /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) when the file cannot be read or holds no certificate.
+    public static func pemCertificates(file: String) throws -> [CertificateSummary] {
+        guard let bio = BIO_new_file(file, "r") else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open \(file)")
+        }
+        defer { BIO_free(bio) }
+        var summaries: [CertificateSummary] = []
+        while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+            defer { X509_free(certificate) }
+            summaries.append(try summary(of: certificate))
+        }
+        ERR_clear_error()  // the read that ends the loop leaves "no start line" behind
+        guard !summaries.isEmpty else {
+            throw HTTP2Error(.tlsConfiguration, "no PEM certificate in \(file)")
+        }
+        return summaries
+    }
+
+    /// The certificate of a PKCS#12 file, decrypted with `passphrase`.
+    /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) naming the file, never the passphrase.
+    public static func pkcs12Certificate(file: String, passphrase: String?) throws -> CertificateSummary {
+        guard let bio = BIO_new_file(file, "rb") else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open PKCS#12 file \(file)")
+        }
+        defer { BIO_free(bio) }
+        guard let p12 = d2i_PKCS12_bio(bio, nil) else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot parse PKCS#12 file \(file)")
+        }
+        defer { PKCS12_free(p12) }
+        var key: OpaquePointer?
+        var certificate: OpaquePointer?
+        var chain: OpaquePointer?
+        guard PKCS12_parse(p12, passphrase ?? "", &key, &certificate, &chain) == 1, let certificate else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot decrypt PKCS#12 file \(file) (wrong passphrase?)")
+        }
+        defer {
+            EVP_PKEY_free(key)
+            X509_free(certificate)
+            if let chain { OPENSSL_sk_pop_free(chain, { X509_free(OpaquePointer($0)) }) }
+        }
+        return try summary(of: certificate)
+    }
+
+    private static func summary(of certificate: OpaquePointer) throws -> CertificateSummary {
+        guard let notBefore = unixSeconds(X509_get0_notBefore(certificate)),
+              let notAfter = unixSeconds(X509_get0_notAfter(certificate)) else {
+            throw HTTP2Error(.tlsConfiguration, "certificate has an unreadable validity period")
+        }
+        return CertificateSummary(subject: subjectLine(of: certificate), notBefore: notBefore, notAfter: notAfter)
+    }
+
+    private static func unixSeconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
+        guard let time else { return nil }
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
+        return Int64(timegm(&parts))
+    }
+
+    private static func subjectLine(of certificate: OpaquePointer) -> String {
+        guard let name = X509_get_subject_name(certificate), let bio = BIO_new(BIO_s_mem()) else { return "?" }
+        defer { BIO_free(bio) }
+        guard X509_NAME_print_ex(bio, name, 0, 0) >= 0 else { return "?" }
+        var data: UnsafeMutablePointer<CChar>?
+        let count = apns_bio_get_mem_data(bio, &data)
+        guard let data, count > 0 else { return "?" }
+        return String(decoding: UnsafeRawBufferPointer(start: data, count: Int(count)), as: UTF8.self)
+    }
+}

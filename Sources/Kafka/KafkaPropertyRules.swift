@@ -1,0 +1,63 @@
+import CRdKafka
+
+/// Which librdkafka properties a user may pass through, and a check of the rest by librdkafka.
+///
+/// The bridge sets the properties that carry its guarantees (contract §6) itself; passing one
+/// through would silently weaken or break them, so it is refused by name, whatever its value.
+public enum KafkaPropertyRules {
+    /// Producer or consumer.
+    public enum Role: Sendable {
+        case consumer, producer
+    }
+
+    /// Properties the bridge sets for `role`, with why they cannot be passed through.
+    public static func reserved(for role: Role) -> [String: String] {
+        switch role {
+        case .consumer:
+            [
+                "bootstrap.servers": "set by kafka.brokers",
+                "metadata.broker.list": "set by kafka.brokers",
+                "group.id": "set by kafka.group_id",
+                "enable.auto.commit": "offsets are committed only after their records were processed",
+                "auto.commit.enable": "offsets are committed only after their records were processed",
+                "enable.auto.offset.store": "offsets are stored only after their records were processed",
+                "partition.assignment.strategy": "rebalancing is cooperative-sticky (in-flight work is kept across rebalances)",
+                "isolation.level": "only committed requests are read",
+                "auto.offset.reset": "a new group starts at the earliest record, so no request is skipped",
+                "enable.partition.eof": "the bridge reads partitions as endless streams",
+            ]
+        case .producer:
+            [
+                "bootstrap.servers": "set by kafka.brokers",
+                "metadata.broker.list": "set by kafka.brokers",
+                "enable.idempotence": "outputs are written once per send, in order (idempotent producer)",
+                "acks": "outputs are acknowledged by every in-sync replica (acks=all)",
+                "request.required.acks": "outputs are acknowledged by every in-sync replica (acks=all)",
+                "transactional.id": "set by kafka.exactly_once",
+                "delivery.report.only.error": "every delivery report completes an input offset",
+            ]
+        }
+    }
+
+    /// Refuses reserved properties, then sets every property on a throwaway librdkafka
+    /// configuration, which checks names and values without connecting anywhere.
+    /// - Throws: ``KafkaError`` naming the first offending property (never its value).
+    public static func validate(_ properties: [String: String], for role: Role) throws(KafkaError) {
+        let reserved = reserved(for: role)
+        for name in properties.keys.sorted() {
+            if let reason = reserved[name] {
+                throw KafkaError.configuration("Kafka \(role) property \"\(name)\" cannot be set: \(reason)")
+            }
+        }
+        // invariant: rd_kafka_conf_new only returns NULL when out of memory.
+        let conf = rd_kafka_conf_new()!
+        defer { rd_kafka_conf_destroy(conf) }
+        do {
+            try RDKafkaClient.apply(properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }, to: conf)
+        } catch let error as KafkaError {
+            throw error
+        } catch {
+            throw KafkaError.configuration("\(error)")
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Bridge
+import Foundation
+import Testing
+
+/// `check` prints the effective configuration: it must say what the bridge uses and hide secrets.
+@Suite struct EffectiveConfigurationTests {
+    static let yaml = """
+    kafka:
+      brokers: [kafka-1:9092, kafka-2:9092]
+      group_id: "group: with colon"
+      topics: [apns.requests, apns.more]
+      consumer: {fetch.min.bytes: "1", sasl.password: hunter2}
+      producer: {linger.ms: 5, ssl.key.pem: "-----BEGIN PRIVATE KEY-----"}
+    apns:
+      production_url: https://127.0.0.1:2197
+      ca_file: "/etc/ca files/ca.pem"
+      request_timeout: 2500ms
+      ping_interval: 2h
+      retry: {max_attempts: 7, initial_backoff: 50ms, max_backoff: 1m}
+    apps:
+      - {name: chat, bundle_id: com.example.chat, environment: sandbox, connections: 3,
+         auth: {type: token, key_file: /keys/AuthKey.p8, key_id: ABC123DEFG, team_id: TEAM123456}}
+      - {name: "true", bundle_id: com.example.legacy, auth: {type: certificate, cert_file: c.pem, key_file: k.pem}}
+      - {name: p12, bundle_id: com.example.p12, auth: {type: certificate, p12_file: c.p12}}
+    limits: {max_in_flight: 100, max_tokens_per_request: 10}
+    http: {listen: "[::1]:9999"}
+    log: {level: trace, format: text}
+    shutdown_timeout: 45s
+    """
+
+    @Test func theEffectiveConfigurationParsesBackToTheSameConfiguration() throws {
+        var original = try BridgeConfiguration.parse(yaml: Self.yaml, environment: [:])
+        let printed = original.effectiveYAML()
+        let reparsed = try BridgeConfiguration.parse(yaml: printed, environment: [:])
+        // Secret librdkafka properties come back redacted; everything else is identical.
+        original.kafka.consumer["sasl.password"] = BridgeConfiguration.redacted
+        original.kafka.producer["ssl.key.pem"] = BridgeConfiguration.redacted
+        #expect(reparsed == original)
+        #expect(printed.contains("request_timeout: 2500ms"))
+        #expect(printed.contains("ping_interval: 2h"))
+        #expect(printed.contains("max_backoff: 1m"))
+    }
+
+    @Test func passphrasesAndSecretPropertiesAreRedacted() throws {
+        let configuration = try BridgeConfiguration.parse(yaml: """
+        kafka: {brokers: k:9092, producer: {sasl.password: kafka-pass, ssl.key.password: key-pass}}
+        apps:
+          - {name: a, bundle_id: b, auth: {type: certificate, cert_file: c.pem, key_file: k.pem, passphrase: "${PASS}"}}
+          - {name: p, bundle_id: b, auth: {type: certificate, p12_file: c.p12, passphrase: p12-pass}}
+        """, environment: ["PASS": "pem-pass"])
+        let printed = configuration.effectiveYAML()
+        for secret in ["kafka-pass", "key-pass", "pem-pass", "p12-pass"] {
+            #expect(!printed.contains(secret))
+        }
+        #expect(printed.components(separatedBy: "\"<redacted>\"").count - 1 == 4)
+    }
+}

@@ -1,0 +1,120 @@
+import APNs
+import Foundation
+import Kafka
+import Observability
+import Testing
+@testable import Bridge
+
+/// Per-record hold counting (`RequestContext`) and per-partition progress (`PartitionProgress`):
+/// what decides which input offset may be committed.
+@Suite struct PartitionProgressTests {
+    final class StoreRecorder: Sendable {
+        let stored = Locked<[Int64]>([])
+        var store: @Sendable (KafkaTopicPartition, Int64) -> Void {
+            { [self] _, next in stored.withLock { $0.append(next) } }
+        }
+        var all: [Int64] { stored.withLock { $0 } }
+    }
+
+    static let topicPartition = KafkaTopicPartition(topic: "apns.requests", partition: 0)
+
+    func context(_ offset: Int64, _ progress: PartitionProgress) -> RequestContext {
+        RequestContext(
+            source: RecordSource(topic: "apns.requests", partition: 0, offset: offset), requestID: "r\(offset)",
+            app: "chat", environment: .production, startedAtMilliseconds: nil, partition: progress)
+    }
+
+    @Test func aRecordCompletesOnlyWhenItsLastHoldIsGivenBack() {
+        let recorder = StoreRecorder()
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, store: recorder.store)
+        #expect(progress.track(7))
+        let request = context(7, progress)
+        request.retain(3)  // three outputs on their way
+        request.release()  // the fan-out's own hold
+        request.release()
+        request.release()
+        #expect(recorder.all.isEmpty)
+        #expect(progress.pendingCount == 1)
+        request.release()  // the last output acknowledged
+        #expect(recorder.all == [8])
+        #expect(progress.pendingCount == 0)
+    }
+
+    @Test func theCommitStopsBeforeAnUnfinishedRecord() {
+        let recorder = StoreRecorder()
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, store: recorder.store)
+        let contexts = (Int64(0)..<4).map { offset -> RequestContext in
+            #expect(progress.track(offset))
+            return context(offset, progress)
+        }
+        contexts[1].retain()  // record 1's output is refused: its hold is never given back
+        for request in contexts { request.release() }
+        #expect(recorder.all == [1])  // 2 and 3 are done, but the commit stops before 1
+        #expect(progress.pendingCount == 3)
+    }
+
+    @Test func aReDeliveredRecordIsRefusedAndCannotCompleteTheEarlierEntry() {
+        let recorder = StoreRecorder()
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, store: recorder.store)
+        #expect(progress.track(10))
+        #expect(progress.track(11))
+        let first = context(10, progress)
+        first.retain()  // still has an output on its way
+        first.release()
+        // An offset reset re-delivers 10 and 11: refused, so nothing can complete them twice.
+        #expect(!progress.track(10))
+        #expect(!progress.track(11))
+        #expect(!progress.track(3))
+        #expect(recorder.all.isEmpty)
+        let second = context(11, progress)
+        second.release()
+        #expect(recorder.all.isEmpty)  // 10 is still in flight
+        first.release()
+        #expect(recorder.all == [12])
+        #expect(progress.track(12))
+    }
+
+    @Test func revokeWithWorkInFlightStoresNothingLater() {
+        let recorder = StoreRecorder()
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, store: recorder.store)
+        let contexts = (Int64(0)..<3).map { offset -> RequestContext in
+            #expect(progress.track(offset))
+            return context(offset, progress)
+        }
+        contexts[0].release()
+        #expect(recorder.all == [1])
+        progress.revoke()
+        #expect(!progress.track(3))  // records fetched before the revocation are not processed
+        contexts[1].release()  // late completions after the revocation
+        contexts[2].release()
+        #expect(recorder.all == [1])
+        #expect(progress.isRevoked)
+    }
+
+    @Test func aRevokeRacingLateCompletionsNeverStoresAfterItReturns() async {
+        for _ in 0..<20 {
+            let revokeReturned = Locked(false)
+            let storesAfterRevoke = Locked(0)
+            let progress = PartitionProgress(topicPartition: Self.topicPartition) { _, _ in
+                if revokeReturned.withLock({ $0 }) { storesAfterRevoke.withLock { $0 += 1 } }
+            }
+            let count = 2_000
+            let contexts = (Int64(0)..<Int64(count)).map { offset -> RequestContext in
+                _ = progress.track(offset)
+                return context(offset, progress)
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for worker in 0..<4 {
+                    group.addTask {
+                        for index in stride(from: worker, to: count, by: 4) { contexts[index].release() }
+                    }
+                }
+                group.addTask {
+                    progress.revoke()
+                    revokeReturned.withLock { $0 = true }
+                }
+            }
+            #expect(storesAfterRevoke.withLock { $0 } == 0)
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import APNs
+import APNsSimulator
+import Foundation
+import HTTP2
+import Testing
+import TestSupport
+
+/// `apns-bridge check` driven as a separate process: credentials of every kind, expiry rules,
+/// key file modes, and the effective configuration with secrets redacted.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct CheckCommandTests {
+    static let passphrase = "correct horse battery staple"
+
+    /// A token key, a PEM certificate with an encrypted key, a PKCS#12 file and a CA, written into `directory`.
+    struct Credentials {
+        let directory: ScratchDirectory
+        let authority: CertificateAuthority
+        let tokenKeyFile: String
+        let tokenKeyPEM: String
+
+        init(certificateDays: Int = 365) throws {
+            directory = try ScratchDirectory(prefix: "apns-bridge-check")
+            authority = try CertificateAuthority()
+            try authority.writeCertificate(to: directory.file("ca.pem"))
+            let key = try APNsAuthKeyGenerator.generate()
+            tokenKeyPEM = key.privateKeyPKCS8PEM
+            tokenKeyFile = directory.file("AuthKey_ABC123DEFG.p8")
+            try write(tokenKeyPEM, to: tokenKeyFile, mode: 0o600)
+            let client = try authority.issueClientCertificate(commonName: "Apple Push Services: com.example.legacy",
+                                                              validDays: certificateDays)
+            try write(client.certificatePEM, to: directory.file("legacy.pem"), mode: 0o644)
+            try write(try client.encryptedPrivateKeyPEM(passphrase: CheckCommandTests.passphrase),
+                      to: directory.file("legacy-key.pem"), mode: 0o600)
+            try Data(try client.pkcs12(passphrase: CheckCommandTests.passphrase)).write(to: URL(fileURLWithPath: directory.file("legacy.p12")))
+            chmod(directory.file("legacy.p12"), 0o600)
+        }
+
+        func write(_ text: String, to path: String, mode: mode_t) throws {
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+            chmod(path, mode)
+        }
+
+        func yaml(passphrase: String = CheckCommandTests.passphrase, caFile: String? = nil) -> String {
+            """
+            kafka:
+              brokers: localhost:9092
+              producer: {sasl.password: kafka-secret-value, linger.ms: 5}
+            apns: {ca_file: \(caFile ?? directory.file("ca.pem"))}
+            apps:
+              - {name: chat, bundle_id: com.example.chat, auth: {type: token, key_file: \(tokenKeyFile), key_id: ABC123DEFG, team_id: TEAM123456}}
+              - name: legacy
+                bundle_id: com.example.legacy
+                auth: {type: certificate, cert_file: \(directory.file("legacy.pem")), key_file: \(directory.file("legacy-key.pem")), passphrase: "\(passphrase)"}
+              - name: bundled
+                bundle_id: com.example.bundled
+                auth: {type: certificate, p12_file: \(directory.file("legacy.p12")), passphrase: "\(passphrase)"}
+            """
+        }
+    }
+
+    @Test func everyKindOfCredentialIsLoadedAndTheEffectiveConfigurationHasNoSecrets() throws {
+        let credentials = try Credentials()
+        defer { credentials.directory.remove() }
+        let config = try TemporaryFile(contents: credentials.yaml())
+        let (status, output, errorOutput) = try BridgeBinary.run(["check", "--config", config.path])
+        #expect(status == 0, "\(output)\(errorOutput)")
+        #expect(output.contains("apns.ca_file: \(credentials.directory.file("ca.pem")) holds 1 certificate(s)"))
+        #expect(output.contains("apps.chat.auth: key \(credentials.tokenKeyFile) loads and signs an ES256 provider token"))
+        #expect(output.contains("apps.legacy.auth.cert_file: certificate CN=Apple Push Services: com.example.legacy valid until"))
+        #expect(output.contains("apps.legacy.auth: certificate and key"))
+        #expect(output.contains("apps.bundled.auth.p12_file: certificate CN=Apple Push Services: com.example.legacy valid until"))
+        #expect(output.contains("apps.bundled.auth: PKCS#12 identity"))
+        #expect(output.contains("effective configuration (secrets redacted):"))
+        #expect(output.contains("max_in_flight: 20000"))  // defaults are filled in
+        #expect(output.contains(#"passphrase: "<redacted>""#))
+        #expect(output.contains(#"sasl.password: "<redacted>""#))
+        #expect(output.hasSuffix("configuration OK\n"))
+        let everything = output + errorOutput
+        #expect(!everything.contains(Self.passphrase))
+        #expect(!everything.contains("kafka-secret-value"))
+        #expect(!everything.contains(SecretScan.pemBody(credentials.tokenKeyPEM)))
+        #expect(!everything.contains("eyJ"))
+    }
+
+    @Test func aKeyFileReadableByOthersIsAWarning() throws {
+        let credentials = try Credentials()
+        defer { credentials.directory.remove() }
+        chmod(credentials.tokenKeyFile, 0o644)
+        let config = try TemporaryFile(contents: credentials.yaml())
+        let (status, output, _) = try BridgeBinary.run(["check", "--config", config.path, "--quiet"])
+        #expect(status == 0)
+        #expect(output.contains("warning apps.chat.auth.key_file: \(credentials.tokenKeyFile) is accessible by group or others (mode 644)"))
+        #expect(output.hasSuffix("configuration OK (1 warning(s))\n"))
+    }
+
+    @Test func aCertificateExpiringWithinThirtyDaysIsAWarningAndAnExpiredOneAnError() throws {
+        let soon = try Credentials(certificateDays: 10)
+        defer { soon.directory.remove() }
+        let soonConfig = try TemporaryFile(contents: soon.yaml())
+        let (soonStatus, soonOutput, _) = try BridgeBinary.run(["check", "--config", soonConfig.path])
+        #expect(soonStatus == 0)
+        #expect(soonOutput.contains("warning apps.legacy.auth.cert_file: certificate CN=Apple Push Services: com.example.legacy expires in "))
+        #expect(soonOutput.contains("warning apps.bundled.auth.p12_file:"))
+
+        let expired = try Credentials(certificateDays: 0)
+        defer { expired.directory.remove() }
+        let expiredConfig = try TemporaryFile(contents: expired.yaml())
+        let (status, output, errorOutput) = try BridgeBinary.run(["check", "--config", expiredConfig.path])
+        #expect(status == 2)
+        #expect(output.contains("error   apps.legacy.auth.cert_file: certificate CN=Apple Push Services: com.example.legacy expired on"))
+        #expect(errorOutput.contains("apps.bundled.auth.p12_file: certificate"))
+        #expect(!output.contains("configuration OK"))
+    }
+
+    @Test func aWrongPassphraseAndAnUnreadableCAFileAreErrorsThatNameTheKey() throws {
+        let credentials = try Credentials()
+        defer { credentials.directory.remove() }
+        let notACertificate = credentials.directory.file("not-a-ca.pem")
+        try credentials.write("hello\n", to: notACertificate, mode: 0o644)
+        let config = try TemporaryFile(contents: credentials.yaml(passphrase: "wrong passphrase", caFile: notACertificate))
+        let (status, output, errorOutput) = try BridgeBinary.run(["check", "--config", config.path])
+        #expect(status == 2)
+        #expect(errorOutput.contains("apns.ca_file: tlsConfiguration: no PEM certificate in \(notACertificate)"))
+        #expect(errorOutput.contains("apps.legacy.auth: tlsConfiguration: cannot read private key \(credentials.directory.file("legacy-key.pem")) (wrong passphrase?)"))
+        #expect(errorOutput.contains("apps.bundled.auth.p12_file: tlsConfiguration: cannot decrypt PKCS#12 file"))
+        #expect(!(output + errorOutput).contains("wrong passphrase\""))
+    }
+
+    /// config/demo.yaml against the credentials `apns-bridge simulator --credentials` generates.
+    @Test func theShippedDemoConfigurationChecksAgainstTheSimulatorsCredentials() throws {
+        let scratch = try ScratchDirectory(prefix: "apns-bridge-demo")
+        defer { scratch.remove() }
+        let simulator = try CapturedProcess(BridgeBinary.url, ["simulator", "--listen", "127.0.0.1:0", "--credentials", scratch.path])
+        #expect(waitFor(timeout: .seconds(20)) { simulator.output.contains("APNs simulator listening") })
+        // Tests/EndToEndTests/<file> → package root
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let check = try CapturedProcess(BridgeBinary.url, ["check", "--config", root.path + "/config/demo.yaml"],
+                                        environment: ["APNS_BRIDGE_DEMO_DIR": scratch.path])
+        let status = BridgeBinary.wait(check.process, seconds: 20)
+        #expect(status == 0, "\(check.output)\(check.errorOutput)")
+        #expect(check.output.contains("apps.demo.auth: key \(scratch.path)/AuthKey_ABC123DEFG.p8 loads and signs"))
+        #expect(check.output.hasSuffix("configuration OK\n"))
+        _ = simulator.stop()
+    }
+}
+
+/// Looking for secrets in output.
+enum SecretScan {
+    /// The base64 body of a PEM block (without the BEGIN/END lines), joined: what must never be printed.
+    static func pemBody(_ pem: String) -> String {
+        pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+    }
+
+    /// Every line of the PEM body: no part of it may be printed either.
+    static func pemLines(_ pem: String) -> [String] {
+        pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
+    }
+}

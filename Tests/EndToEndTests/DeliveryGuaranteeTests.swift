@@ -1,0 +1,195 @@
+import APNs
+import APNsSimulator
+import Bridge
+import Foundation
+import Kafka
+import Observability
+import TestSupport
+import Testing
+
+/// Contract §6 proved, not assumed: restarts, a refused output, rebalances with work in flight,
+/// the in-flight bound and a drain on SIGTERM, each checked on what reaches Kafka (exact counts,
+/// read past the expected number so late duplicates show) and on the committed offsets.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct DeliveryGuaranteeTests {
+    static func token(_ index: Int) -> String {
+        let hex = String(index, radix: 16)
+        return String(repeating: "0", count: 64 - hex.count) + hex
+    }
+
+    /// `count` single-token requests `g<index>`.
+    static func requests(_ count: Int, first: Int = 0) -> [DemoWorkload.Record] {
+        (first..<(first + count)).map { index in
+            DemoWorkload.Record(
+                key: Array("g\(index)".utf8),
+                value: Array(#"{"id":"g\#(index)","token":"\#(token(index))","payload":{"aps":{}}}"#.utf8))
+        }
+    }
+
+    static func requestIDs(_ messages: [KafkaMessage]) -> [String] {
+        messages.compactMap { $0.key.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    @Test func aRestartDeliversTheRequestsTheStoppedBridgeLeftUnanswered() throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let count = 12
+        try environment.produceRequests(Self.requests(count))
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))  // APNs takes the requests, never answers
+        let yaml = environment.configurationYAML(groupID: "e2e-restart", extra: "log: {level: debug, format: text}")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
+        let configFile = try TemporaryFile(contents: yaml)
+        let log = try ScratchDirectory()
+        defer { log.remove() }
+
+        let first = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("first.log"))
+        defer { if first.isRunning { first.terminate() } }
+        #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("first.log")) == count })
+        #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
+        kill(first.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(first, seconds: 30) == 0)
+        #expect(try environment.committedRequestCount(groupID: "e2e-restart") == 0)
+        let nothing = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 0,
+            timeoutMilliseconds: 10_000, settleMilliseconds: 500)
+        #expect(nothing.isEmpty, "a notification APNs never answered was reported")
+
+        try environment.simulator.setFaults(APNsSimulatorFaults())
+        let second = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("second.log"))
+        defer { if second.isRunning { second.terminate() } }
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: count, timeoutMilliseconds: 60_000, settleMilliseconds: 1_000)
+        #expect(results.count == count)
+        #expect(Set(Self.requestIDs(results)) == Set((0..<count).map { "g\($0)" }))
+        #expect(waitFor(timeout: .seconds(20)) {
+            (try? environment.committedRequestCount(groupID: "e2e-restart")) == Int64(count)
+        })
+        kill(second.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(second, seconds: 30) == 0)
+    }
+
+    @Test func aRefusedOutputStopsTheCommitBeforeItsRecordWhileLaterOutputsAreAccepted() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        // Records 0, 1, 3 and 4 carry malformed tokens: their results are published at once,
+        // without APNs. Record 2 goes to APNs, which answers a second later, and its result is
+        // larger than the producer's message.max.bytes: librdkafka refuses it after the later
+        // records' outputs were accepted.
+        let longID = String(repeating: "x", count: 256)
+        let records = (0..<5).map { index in
+            let id = index == 2 ? longID : "p\(index)"
+            let token = index == 2 ? Self.token(2) : "not-a-token-\(index)"
+            return DemoWorkload.Record(
+                key: Array(id.utf8), value: Array(#"{"id":"\#(id)","token":"\#(token)","payload":{"aps":{}}}"#.utf8))
+        }
+        try environment.produceRequests(records)
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(1)))
+        let yaml = environment.configurationYAML(groupID: "e2e-refused-one", producer: ["message.max.bytes": "1000"])
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.fatalErrorDescription != nil })
+        #expect(runner.pipeline.fatalErrorDescription?.contains("MSG_SIZE_TOO_LARGE") == true)
+        #expect(runner.stop() == 1)
+
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 4,
+            timeoutMilliseconds: 20_000, settleMilliseconds: 500)
+        #expect(Set(Self.requestIDs(results)) == ["p0", "p1", "p3", "p4"])
+        #expect(results.count == 4)
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: "e2e-refused-one",
+            topic: environment.requestTopic, partitions: 1)
+        #expect(committed[0] == 2, "the commit must stop right before the record whose output was refused")
+    }
+
+    @Test func aRevokedPartitionsUnfinishedWorkIsProcessedByItsNewOwner() throws {
+        let environment = try LocalEnvironment(partitions: 4)
+        defer { environment.close() }
+        let count = 40
+        try environment.produceRequests(Self.requests(count))
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        let yaml = environment.configurationYAML(groupID: "e2e-moved")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
+        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
+
+        // A takes everything; APNs never answers it.
+        let first = try BackgroundPipeline(configuration: configuration)
+        defer { first.stop() }
+        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
+
+        // B joins: A's revoked partitions leave their work uncommitted, and B takes it again.
+        try environment.simulator.setFaults(APNsSimulatorFaults())  // only new streams are answered
+        let second = try BackgroundPipeline(configuration: configuration)
+        defer { second.stop() }
+        #expect(waitFor(timeout: .seconds(30)) { second.pipeline.assignedPartitionCount == 2 })
+        let moved = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: count / 2, timeoutMilliseconds: 60_000, settleMilliseconds: 1_000)
+        // Every result comes from B (A's streams stay unanswered): exactly its two partitions.
+        #expect(moved.count == count / 2)
+        #expect(Set(moved.map(\.partition)).count <= 2)
+        #expect(first.pipeline.notificationsAwaitingAPNs == count)  // A still holds all it took
+        #expect(waitFor(timeout: .seconds(20)) { (try? environment.committedRequestCount(groupID: "e2e-moved")) == Int64(count / 2) })
+
+        // A stops with its work unanswered: nothing of it is committed; B takes the rest.
+        #expect(first.stop() == 0)
+        let all = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: count, timeoutMilliseconds: 60_000, settleMilliseconds: 1_000)
+        #expect(all.count == count)
+        #expect(Set(Self.requestIDs(all)) == Set((0..<count).map { "g\($0)" }))
+        #expect(waitFor(timeout: .seconds(20)) { (try? environment.committedRequestCount(groupID: "e2e-moved")) == Int64(count) })
+        #expect(second.stop() == 0)
+    }
+
+    @Test func inFlightWorkNeverExceedsTheLimitByMoreThanOneRequest() throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let fanOut = 25
+        let records = (0..<60).map { index in
+            let tokens = (0..<fanOut).map { "\"\(Self.token(index * 100 + $0))\"" }.joined(separator: ",")
+            return DemoWorkload.Record(
+                key: Array("f\(index)".utf8), value: Array(#"{"id":"f\#(index)","tokens":[\#(tokens)],"payload":{"aps":{}}}"#.utf8))
+        }
+        try environment.produceRequests(records)
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .milliseconds(50)))
+        let limit = 60
+        let runner = try BackgroundPipeline(configuration: try environment.configuration(
+            groupID: "e2e-bound", extra: "limits: {max_in_flight: \(limit)}"))
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: records.count * fanOut, timeoutMilliseconds: 60_000, settleMilliseconds: 500)
+        #expect(results.count == records.count * fanOut)
+        #expect(runner.stop() == 0)
+        // The first poll alone would have brought all 1,500 notifications in without admission.
+        #expect(runner.pipeline.peakInFlight >= limit)
+        #expect(runner.pipeline.peakInFlight < limit + fanOut, "peak \(runner.pipeline.peakInFlight)")
+    }
+
+    @Test func sigtermWithWorkInFlightDrainsItAndCommits() throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let count = 20
+        try environment.produceRequests(Self.requests(count))
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(2)))  // answers arrive during the drain
+        let yaml = environment.configurationYAML(groupID: "e2e-drain", extra: "log: {level: debug, format: text}")
+        let configFile = try TemporaryFile(contents: yaml)
+        let log = try ScratchDirectory()
+        defer { log.remove() }
+
+        let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
+        defer { if process.isRunning { process.terminate() } }
+        #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == count })
+        #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
+        kill(process.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: count, timeoutMilliseconds: 10_000, settleMilliseconds: 500)
+        #expect(results.count == count)
+        #expect(try environment.committedRequestCount(groupID: "e2e-drain") == Int64(count))
+    }
+}

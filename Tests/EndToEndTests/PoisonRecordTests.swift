@@ -1,0 +1,165 @@
+import APNs
+import Bridge
+import Foundation
+import Kafka
+import Observability
+import TestSupport
+import Testing
+
+/// Contract §3 and §5: no record stops the bridge. Records built to break a consumer go to the
+/// real `apns-bridge run` process; each yields exactly one dead letter (or its results, where it
+/// is a valid request), the process never exits, everything after them is delivered, and every
+/// offset ends committed.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct PoisonRecordTests {
+    enum Expected {
+        case deadLetter(code: String, truncated: Bool = false)
+        case results(count: Int, latencyIsNull: Bool)
+    }
+
+    struct Record {
+        var key: [UInt8]?
+        var value: [UInt8]?
+        var headers: [(name: String, value: [UInt8])] = []
+        var timestamp: Int64?
+        var expected: Expected
+    }
+
+    static func token(_ index: Int) -> String {
+        let hex = String(index, radix: 16)
+        return String(repeating: "0", count: 64 - hex.count) + hex
+    }
+
+    static func request(_ index: Int, extra: String = "") -> [UInt8] {
+        Array(#"{"id":"req-\#(index)","token":"\#(token(index))","payload":{"aps":{"alert":"x"}}\#(extra)}"#.utf8)
+    }
+
+    static var records: [Record] {
+        let allBytes = (0...255).map { UInt8($0) }
+        let tooManyTokens = (0..<10_500).map { "\"\(token($0 + 100_000))\"" }.joined(separator: ",")
+        var records: [Record] = [
+            Record(value: request(0), expected: .results(count: 1, latencyIsNull: false)),
+            // Timestamps: year 9999, 1 ms after the epoch, negative, far beyond any calendar.
+            Record(value: request(1), timestamp: 253_402_300_799_000, expected: .results(count: 1, latencyIsNull: true)),
+            Record(value: request(2), timestamp: 1, expected: .results(count: 1, latencyIsNull: true)),
+            Record(value: request(3), timestamp: -5, expected: .results(count: 1, latencyIsNull: true)),
+            Record(value: request(4), timestamp: 9_000_000_000_000_000_000, expected: .results(count: 1, latencyIsNull: true)),
+            // Keys and headers of arbitrary bytes, on a valid request and on a bad one.
+            Record(key: allBytes, value: request(5), headers: [("x-bin", allBytes), ("request-id", [0xFF, 0x00, 0xC3])],
+                   expected: .results(count: 1, latencyIsNull: false)),
+            Record(key: allBytes, value: Array("not json".utf8), headers: [("x-bin", allBytes), ("", [])],
+                   expected: .deadLetter(code: "invalid_json")),
+            // A tombstone.
+            Record(key: Array("gone".utf8), value: nil, expected: .deadLetter(code: "invalid_request")),
+            // Pathological JSON: deep nesting, huge numbers, invalid UTF-8, 200 KB of control characters.
+            Record(value: Array(String(repeating: "[", count: 100_000).utf8), expected: .deadLetter(code: "invalid_json")),
+            Record(value: request(9, extra: #","expiration":1e400"#), expected: .deadLetter(code: "invalid_request")),
+            Record(value: request(10, extra: #","priority":100000000000000000000000000000"#), expected: .deadLetter(code: "invalid_request")),
+            Record(value: request(11, extra: #","expiration":-1"#), expected: .deadLetter(code: "invalid_request")),
+            Record(value: [0x7B, 0xFF, 0xFE, 0x22, 0x7D], expected: .deadLetter(code: "invalid_json")),
+            Record(value: Array(#"{"x":""#.utf8) + [UInt8](repeating: 0x01, count: 200_000) + Array(#""}"#.utf8),
+                   expected: .deadLetter(code: "invalid_json", truncated: true)),
+            // 700 KB: too many tokens, and a dead letter larger than the producer's limit.
+            Record(value: Array(#"{"tokens":[\#(tooManyTokens)],"payload":{"aps":{}}}"#.utf8),
+                   expected: .deadLetter(code: "too_many_tokens", truncated: true)),
+            Record(value: Array(#"{"id":"\#(String(repeating: "i", count: 300))","token":"\#(token(15))","payload":{}}"#.utf8),
+                   expected: .deadLetter(code: "invalid_request")),
+        ]
+        // Ordinary requests after them: all delivered.
+        for index in 100..<120 {
+            records.append(Record(value: request(index), expected: .results(count: 1, latencyIsNull: false)))
+        }
+        return records
+    }
+
+    @Test func everyPoisonRecordYieldsOneOutputAndTheBridgeKeepsGoing() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let records = Self.records
+        let producer = try KafkaProducer(
+            bootstrapServers: environment.kafka.bootstrapServers, properties: ["linger.ms": "5"],
+            logger: Logger(label: "test.producer"), deliveryHandler: { _, error in #expect(error == nil) })
+        for (index, record) in records.enumerated() {
+            try producer.produce(
+                topic: environment.requestTopic, key: record.key, value: record.value, headers: record.headers,
+                tag: UInt64(index), partition: 0, timestampMilliseconds: record.timestamp)
+        }
+        #expect(producer.flush(timeoutMilliseconds: 30_000))
+        producer.close()
+
+        // A producer limit below the largest dead letters: they must be cut to fit, not refused.
+        let yaml = environment.configurationYAML(groupID: "e2e-poison", producer: ["message.max.bytes": "600000"])
+        let configFile = try TemporaryFile(contents: yaml)
+        let process = try BridgeBinary.start(["run", "--config", configFile.path])
+        defer { if process.isRunning { process.terminate() } }
+
+        let expectedResults = records.reduce(0) { sum, record in
+            if case .results(let count, _) = record.expected { return sum + count }
+            return sum
+        }
+        let expectedDeadLetters = records.count { if case .deadLetter = $0.expected { true } else { false } }
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: expectedResults, timeoutMilliseconds: 60_000, settleMilliseconds: 1_000)
+        let deadLetters = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.deadLetterTopic,
+            expectedCount: expectedDeadLetters, timeoutMilliseconds: 30_000, settleMilliseconds: 500)
+        #expect(results.count == expectedResults)
+        #expect(deadLetters.count == expectedDeadLetters)
+        #expect(process.isRunning)
+
+        let resultsByOffset = Dictionary(grouping: results.map(Self.parsed), by: Self.sourceOffset)
+        let deadLettersByOffset = Dictionary(grouping: deadLetters, by: { Self.sourceOffset(Self.parsed($0)) })
+        for (offset, record) in records.enumerated() {
+            let produced = resultsByOffset[offset] ?? []
+            let letters = deadLettersByOffset[offset] ?? []
+            switch record.expected {
+            case .results(let count, let latencyIsNull):
+                #expect(produced.count == count, "record \(offset)")
+                #expect(letters.isEmpty, "record \(offset)")
+                for result in produced {
+                    #expect((result["latency_ms"] is NSNull) == latencyIsNull, "record \(offset): \(result)")
+                }
+            case .deadLetter(let code, let truncated):
+                #expect(produced.isEmpty, "record \(offset)")
+                #expect(letters.count == 1, "record \(offset)")
+                guard let letter = letters.first else { continue }
+                let object = try Self.object(letter)
+                #expect(object["error"] as? String == code, "record \(offset): \(object["error"] ?? "")")
+                #expect((object["original_truncated"] as? Bool ?? false) == truncated, "record \(offset)")
+                if truncated {
+                    #expect(object["original_size"] as? Int == record.value?.count)
+                }
+                #expect(letter.key == record.key, "record \(offset)")
+                #expect(letter.header("request-id") == Array("apns.requests/0/\(offset)".utf8))
+                for header in record.headers where header.name != "request-id" {
+                    #expect(letter.header(header.name) == header.value, "record \(offset) header \(header.name)")
+                }
+            }
+        }
+        // The request-id header is the bridge's, whatever the input carried.
+        let binary = try #require(results.first { $0.header("request-id") == Array("req-5".utf8) })
+        #expect(binary.key == Array("req-5".utf8))
+
+        #expect(waitFor(timeout: .seconds(20)) {
+            (try? environment.committedRequestCount(groupID: "e2e-poison")) == Int64(records.count)
+        })
+        #expect(process.isRunning)
+        kill(process.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+    }
+
+    static func object(_ message: KafkaMessage) throws -> [String: Any] {
+        let parsed = try JSONSerialization.jsonObject(with: Data(message.value ?? []))
+        return try #require(parsed as? [String: Any])
+    }
+
+    /// The JSON object of an output record; empty when it is not one (then no offset matches).
+    static func parsed(_ message: KafkaMessage) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(message.value ?? []))) as? [String: Any] ?? [:]
+    }
+
+    static func sourceOffset(_ object: [String: Any]) -> Int {
+        ((object["source"] as? [String: Any])?["offset"] as? Int) ?? -1
+    }
+}

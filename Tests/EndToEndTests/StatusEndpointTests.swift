@@ -1,0 +1,200 @@
+import APNs
+import Bridge
+import Foundation
+import HTTP2
+import Kafka
+import Testing
+import TestSupport
+
+/// `/metrics`, `/healthz` and `/readyz` of a running bridge (mock cluster + simulator), checked
+/// against the work it did and by Prometheus' own tools.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct StatusEndpointTests {
+    /// A bridge on the environment with its status server, consuming on a thread of its own.
+    final class RunningBridge {
+        let pipeline: BridgePipeline
+        let server: BridgeStatusServer
+        private let finished = DispatchSemaphore(value: 0)
+
+        init(_ environment: LocalEnvironment, groupID: String, startConsuming: Bool = true,
+             stallThreshold: Duration = .seconds(30)) throws {
+            // Statistics every 200 ms, so the lag series appears within the test.
+            let yaml = environment.configurationYAML(groupID: groupID)
+                .replacingOccurrences(of: "    auto.commit.interval.ms: 200", with: "    auto.commit.interval.ms: 200\n    statistics.interval.ms: 200")
+            pipeline = try BridgePipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+            server = try BridgeStatusServer(pipeline: pipeline, host: "127.0.0.1", port: 0, stallThreshold: stallThreshold)
+            if startConsuming { start() }
+        }
+
+        func start() {
+            let pipeline = self.pipeline, finished = self.finished
+            Thread {
+                _ = pipeline.run()
+                finished.signal()
+            }.start()
+        }
+
+        func get(_ path: String) -> HTTPTestClient.Response? {
+            HTTPTestClient.get(port: server.port, path)
+        }
+
+        /// Sample values of `name` in the current `/metrics`, keyed by their label text.
+        func samples(_ name: String) -> [String: Double] {
+            guard let text = get("/metrics")?.body else { return [:] }
+            var values: [String: Double] = [:]
+            for line in text.split(separator: "\n") where line.hasPrefix(name + "{") || line.hasPrefix(name + " ") {
+                let parts = line.split(separator: " ")
+                values[String(parts[0].dropFirst(name.count))] = Double(parts[1])
+            }
+            return values
+        }
+
+        func stop() {
+            pipeline.requestStop()
+            _ = finished.wait(timeout: .now() + 30)
+            server.close()
+        }
+    }
+
+    @Test func readinessWaitsForTheGroupAndEndsWithTheStop() async throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-ready", startConsuming: false)
+
+        let before = try #require(bridge.get("/readyz"))
+        #expect(before.status == 503)
+        #expect(before.body == "the consumer has not joined group status-ready yet\n")
+        #expect(bridge.get("/healthz")?.status == 200)
+        #expect(bridge.samples("apns_bridge_ready") == ["": 0])
+
+        bridge.start()
+        #expect(await eventually(timeout: .seconds(30)) { bridge.get("/readyz")?.status == 200 })
+        #expect(bridge.get("/readyz")?.body == "ready\n")
+        #expect(bridge.samples("apns_bridge_ready") == ["": 1])
+        #expect(bridge.samples("apns_bridge_partitions_assigned") == ["": 2])
+
+        bridge.pipeline.requestStop()
+        let stopping = bridge.get("/readyz")
+        #expect(stopping?.status == 503)
+        #expect(stopping?.body == "stopping\n")
+        bridge.stop()
+    }
+
+    /// A loop stuck in a callback turns `/healthz` to 503 naming it; it recovers when the loop does.
+    @Test func healthFailsWhileAnEventLoopIsStuck() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-health", stallThreshold: .seconds(2))
+        defer { bridge.stop() }
+        #expect(await eventually { bridge.get("/healthz")?.status == 200 })
+
+        let release = DispatchSemaphore(value: 0)
+        let stuck = try #require(bridge.pipeline.eventLoops.first)
+        stuck.execute { release.wait() }  // deliberately blocks the loop
+        let unhealthy = await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 503 }
+        #expect(unhealthy)
+        let body = bridge.get("/healthz")?.body ?? ""
+        release.signal()
+        #expect(body.hasPrefix("event loop \(stuck.name) has not answered for"), "\(body)")
+        #expect(await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 200 })
+    }
+
+    @Test func countersFollowTheWorkAndPromtoolAcceptsTheOutput() async throws {
+        let workload = DemoWorkload(count: 60, seed: 5)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+        try environment.produceRequests(workload.records)
+        let bridge = try RunningBridge(environment, groupID: "status-counters")
+        defer { bridge.stop() }
+
+        let expected = Dictionary(grouping: workload.expectedOutcomes.values, by: { $0 }).mapValues(\.count)
+        let finished = await eventually(timeout: .seconds(60)) {
+            bridge.samples("apns_bridge_notifications_total").values.reduce(0, +) == Double(workload.expectedResults)
+        }
+        #expect(finished)
+        let notifications = bridge.samples("apns_bridge_notifications_total")
+        for outcome in PushOutcome.allCases {
+            #expect(notifications["{app=\"demo\",outcome=\"\(outcome.rawValue)\"}"] == Double(expected[outcome, default: 0]), "\(outcome)")
+        }
+        #expect(bridge.samples("apns_bridge_records_consumed_total") == ["{topic=\"apns.requests\"}": Double(workload.records.count)])
+        #expect(bridge.samples("apns_bridge_dead_letters_total").values.reduce(0, +) == Double(workload.expectedDeadLetters))
+        #expect(bridge.samples("apns_bridge_invalid_tokens_total").values.reduce(0, +) == Double(workload.expectedInvalidTokens))
+        let latencyCount = bridge.samples("apns_bridge_end_to_end_latency_seconds_count")["{app=\"demo\"}"]
+        #expect(latencyCount == Double(workload.expectedResults))
+        #expect(await eventually(timeout: .seconds(30)) { bridge.samples("apns_bridge_in_flight") == ["": 0] })
+        // Every assigned partition reports its lag, and with everything consumed it is 0.
+        #expect(await eventually(timeout: .seconds(30)) {
+            let lag = bridge.samples("apns_bridge_consumer_lag")
+            return lag.count == Int(environment.partitions) && lag.values.allSatisfy { $0 == 0 }
+        })
+        #expect(try #require(bridge.samples("process_open_fds")[""]) > 10)
+        #expect(try #require(bridge.samples("process_resident_memory_bytes")[""]) > 1_000_000)
+
+        let response = try #require(bridge.get("/metrics"))
+        #expect(response.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
+        let lint = try PrometheusTools.promtool(["check", "metrics"], input: response.body)
+        #expect(lint.status == 0 && lint.output.isEmpty, "\(lint.output)")
+        #expect(!response.body.contains(workload.unregisteredTokens.keys.first ?? "no token"))
+    }
+
+    /// A real Prometheus scrapes the bridge and sees its counters move (and loads the shipped
+    /// alert rules without error).
+    @Test func aRealPrometheusScrapesTheBridge() async throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-prometheus")
+        defer { bridge.stop() }
+        let prometheus = try PrometheusServer(scraping: "127.0.0.1:\(bridge.server.port)")
+        defer { prometheus.stop() }
+
+        #expect(await eventually(timeout: .seconds(60), every: .milliseconds(200)) {
+            prometheus.query("up{job=\"apns-bridge\"}")?.first?.value == 1
+        }, "Prometheus never scraped the bridge")
+        #expect(await eventually(timeout: .seconds(30), every: .milliseconds(200)) {
+            prometheus.query("apns_bridge_ready")?.first?.value == 1
+        })
+
+        let token = String(repeating: "5a", count: 32)
+        try environment.produceRequests((0..<20).map { index in
+            DemoWorkload.Record(key: Array("k\(index)".utf8),
+                                value: Array(#"{"id":"p-\#(index)","token":"\#(token)","payload":{"aps":{}}}"#.utf8))
+        })
+        let moved = await eventually(timeout: .seconds(60), every: .milliseconds(200)) {
+            prometheus.query("sum(apns_bridge_notifications_total{outcome=\"delivered\"})")?.first?.value == 20
+        }
+        #expect(moved, "delivered never reached 20 in Prometheus")
+        let consumed = prometheus.query("apns_bridge_records_consumed_total")
+        #expect(consumed?.first?.value == 20)
+        #expect(consumed?.first?.labels["topic"] == "apns.requests")
+        #expect(prometheus.isRunning)
+        // The shipped rules loaded and evaluate against real series.
+        let rules = HTTPTestClient.get(port: prometheus.port, "/api/v1/rules")
+        #expect(rules?.body.contains("\"name\":\"ApnsBridgeNotReady\"") == true)
+        #expect(rules?.body.contains("\"health\":\"err\"") == false)
+    }
+
+    @Test func theBinaryServesTheStatusEndpointsOnHttpListen() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let port = HTTPTestClient.freePort()
+        let yaml = environment.configurationYAML(groupID: "status-binary")
+            .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)")
+        let configFile = try TemporaryFile(contents: yaml)
+        let process = try BridgeBinary.start(["run", "--config", configFile.path])
+        defer { if process.isRunning { process.terminate() } }
+
+        #expect(await eventually(timeout: .seconds(30)) { HTTPTestClient.get(port: port, "/readyz")?.status == 200 })
+        #expect(HTTPTestClient.get(port: port, "/healthz")?.status == 200)
+        let metrics = try #require(HTTPTestClient.get(port: port, "/metrics"))
+        #expect(metrics.body.contains("# TYPE apns_bridge_notifications_total counter"))
+        #expect(HTTPTestClient.get(port: port, "/nothing")?.status == 404)
+
+        // A second bridge cannot take the same address: exit 2 naming the key.
+        let second = try BridgeBinary.run(["run", "--config", configFile.path])
+        #expect(second.status == 2)
+        #expect(second.error.contains("http.listen"), "\(second.error)")
+
+        kill(process.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+    }
+}

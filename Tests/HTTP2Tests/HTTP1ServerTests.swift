@@ -1,0 +1,235 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+@testable import HTTP2
+import Testing
+
+/// The status server over real sockets on 127.0.0.1: normal use, and the clients that try to
+/// break it (garbage, oversized heads, bodies, slow writers, slow readers, too many connections).
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct HTTP1ServerTests {
+    final class Fixture {
+        let loop: EventLoop
+        let server: HTTP1Server
+
+        init(limits: HTTP1ServerLimits = HTTP1ServerLimits(), body: [UInt8] = Array("hello\n".utf8)) throws {
+            loop = try EventLoop(name: "http-test")
+            server = try HTTP1Server(host: "127.0.0.1", port: 0, loop: loop, limits: limits) { request in
+                switch request.path {
+                case "/hello": return HTTP1Response(status: 200, body: body)
+                case "/echo": return .text(200, "\(request.method) \(request.path) \(request.query ?? "-")")
+                default: return .text(404, "not found")
+                }
+            }
+        }
+
+        func client() throws -> HTTPTestClient { try HTTPTestClient(port: server.port) }
+
+        func close() {
+            server.close()
+            loop.shutdown()
+        }
+    }
+
+    /// Every server answers `/hello` on a fresh connection after whatever the test did to it.
+    func expectStillServing(_ fixture: Fixture) throws {
+        let client = try fixture.client()
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+    }
+
+    @Test func keptAliveAndPipelinedRequestsAreAnsweredInOrder() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let client = try fixture.client()
+        client.send("GET /echo?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try #require(client.readResponse())
+        #expect(first.status == 200)
+        #expect(first.body == "GET /echo a=1\n")
+        #expect(first.headers["connection"] == nil)
+        #expect(first.headers["content-type"] == "text/plain; charset=utf-8")
+
+        client.send("GET /echo?b HTTP/1.1\r\nHost: x\r\n\r\nHEAD /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\nHost: x\n\n")
+        #expect(client.readResponse()?.body == "GET /echo b\n")
+        let head = try #require(client.readResponse(head: true))
+        #expect(head.status == 200)
+        #expect(head.headers["content-length"] == "6")
+        #expect(client.readResponse()?.status == 404)
+
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let last = try #require(client.readResponse())
+        #expect(last.body == "hello\n")
+        #expect(last.headers["connection"] == "close")
+        #expect(client.waitForClose())
+    }
+
+    @Test func http10ClosesUnlessKeptAlive() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let client = try fixture.client()
+        client.send("GET /hello HTTP/1.0\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        #expect(client.waitForClose())
+    }
+
+    @Test(arguments: [
+        "\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\u{01}\u{fc}\u{03}\u{03}\r\n\r\n",  // a TLS ClientHello's start
+        "hello\r\n\r\n",
+        "GET /hello\r\n\r\n",
+        "GET hello HTTP/1.1\r\nHost: x\r\n\r\n",
+        "GET /hello HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n",
+        "GET /hello HTTP/1.1\r\nBad Name: x\r\n\r\n",
+        "GET /hello HTTP/1.1\r\n\r\n",  // no Host
+        "GET /hello HTTP/2.0\r\nHost: x\r\n\r\n",
+        "GET /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+        "GET /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    ])
+    func garbageIsRefusedAndTheConnectionClosed(request: String) throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let client = try fixture.client()
+        client.send(request)
+        let response = try #require(client.readResponse())
+        #expect([400, 413, 505].contains(response.status), "\(response.status)")
+        #expect(response.headers["connection"] == "close")
+        #expect(client.waitForClose())
+        try expectStillServing(fixture)
+    }
+
+    @Test func randomBytesNeverCrashTheServer() throws {
+        let fixture = try Fixture(limits: HTTP1ServerLimits(headTimeout: .milliseconds(300)))
+        defer { fixture.close() }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let client = try fixture.client()
+            let junk = (0..<Int.random(in: 1...3000, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            client.send(junk + Array("\r\n\r\n".utf8))
+            #expect(client.readResponse()?.status == 400)
+            #expect(client.waitForClose())
+        }
+        try expectStillServing(fixture)
+        #expect(waitFor { fixture.server.connectionCount == 0 })
+    }
+
+    @Test func otherMethodsGet405AndKeepTheConnection() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let client = try fixture.client()
+        client.send("DELETE /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try #require(client.readResponse())
+        #expect(response.status == 405)
+        #expect(response.headers["allow"] == "GET, HEAD")
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+    }
+
+    @Test func anOversizedHeadGets431() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let client = try fixture.client()
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 200_000) + "\r\n\r\n")
+        #expect(client.readResponse()?.status == 431)
+        #expect(client.waitForClose())
+        try expectStillServing(fixture)
+    }
+
+    @Test func aClientThatNeverFinishesItsHeadIsClosedAfterTheDeadline() throws {
+        let fixture = try Fixture(limits: HTTP1ServerLimits(headTimeout: .milliseconds(300)))
+        defer { fixture.close() }
+        let silent = try fixture.client()
+        let slow = try fixture.client()
+        slow.send("GET /hello HTTP/1.1\r\nHo")
+        // Meanwhile others are served: nothing waits for the slow ones.
+        try expectStillServing(fixture)
+        #expect(slow.readResponse()?.status == 408)
+        #expect(slow.waitForClose())
+        #expect(silent.readResponse()?.status == 408)
+        #expect(waitFor { fixture.server.connectionCount == 0 })
+    }
+
+    @Test func anIdleKeptAliveConnectionIsClosedAfterTheIdleTimeout() throws {
+        let fixture = try Fixture(limits: HTTP1ServerLimits(idleTimeout: .milliseconds(300)))
+        defer { fixture.close() }
+        let client = try fixture.client()
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        #expect(client.waitForClose())
+        #expect(waitFor { fixture.server.connectionCount == 0 })
+    }
+
+    @Test func aClientThatDoesNotReadItsAnswerIsClosedAfterTheWriteTimeout() throws {
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 32 << 20)
+        let fixture = try Fixture(limits: HTTP1ServerLimits(writeTimeout: .milliseconds(500)), body: big)
+        defer { fixture.close() }
+        let client = try fixture.client()
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(waitFor { fixture.server.connectionCount == 1 })
+        // The client reads nothing: 32 MiB cannot fit in the socket buffers.
+        #expect(waitFor { fixture.server.connectionCount == 0 })
+        try expectStillServing(fixture)
+    }
+
+    @Test func connectionsBeyondTheCapGet503UntilSlotsFree() throws {
+        let fixture = try Fixture(limits: HTTP1ServerLimits(maxConnections: 4, headTimeout: .milliseconds(500)))
+        defer { fixture.close() }
+        let idle = try (0..<4).map { _ in try fixture.client() }
+        #expect(waitFor { fixture.server.connectionCount == 4 })
+        let extra = try fixture.client()
+        let refused = try #require(extra.readResponse())
+        #expect(refused.status == 503)
+        #expect(refused.body == "too many connections\n")
+        #expect(fixture.server.rejectedConnectionCount >= 1)
+        // The idle ones time out, and the server takes new clients again.
+        #expect(waitFor { fixture.server.connectionCount == 0 })
+        try expectStillServing(fixture)
+        withExtendedLifetime(idle) {}
+    }
+
+    @Test func closingTheServerClosesItsConnections() throws {
+        let fixture = try Fixture()
+        let client = try fixture.client()
+        #expect(waitFor { fixture.server.connectionCount == 1 })
+        fixture.close()
+        #expect(client.waitForClose())
+        #expect(throws: (any Error).self) { try fixture.client() }
+    }
+}
+
+@Suite struct HTTP1RequestParserTests {
+    @Test func aCompleteHeadIsParsed() throws {
+        let text = "GET /metrics?x=1 HTTP/1.1\r\nHost: localhost:9464\r\nAccept:  text/plain \r\n\r\nGET"
+        let outcome = HTTP1RequestParser.parse(Array(text.utf8)[...], maxHeadBytes: 8192)
+        guard case .request(let request, let consumed) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(consumed == text.utf8.count - 3)
+        #expect(request.method == "GET")
+        #expect(request.path == "/metrics")
+        #expect(request.query == "x=1")
+        #expect(request.header("accept") == "text/plain")
+        #expect(request.keepsAlive)
+    }
+
+    @Test func partialHeadsWaitAndOversizedOnesAreRefused() {
+        #expect(HTTP1RequestParser.parse(Array("GET / HTTP/1.1\r\nHost: x\r\n".utf8)[...], maxHeadBytes: 100) == .incomplete)
+        let long = Array(("GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: 200)).utf8)
+        guard case .refused(431, _) = HTTP1RequestParser.parse(long[...], maxHeadBytes: 100) else {
+            Issue.record("not refused")
+            return
+        }
+    }
+
+    @Test func connectionHeaderDecidesKeepAlive() throws {
+        func request(_ text: String) throws -> HTTP1Request {
+            guard case .request(let request, _) = HTTP1RequestParser.parse(Array(text.utf8)[...], maxHeadBytes: 8192) else {
+                throw POSIXError(.EINVAL)
+            }
+            return request
+        }
+        #expect(try !request("GET / HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n").keepsAlive)
+        #expect(try request("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keepsAlive)
+        #expect(try !request("GET / HTTP/1.0\r\n\r\n").keepsAlive)
+    }
+}

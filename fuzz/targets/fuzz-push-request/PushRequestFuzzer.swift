@@ -1,0 +1,49 @@
+import APNs
+import Bridge
+import FuzzSupport
+import HTTP2
+import JSON
+
+/// Arbitrary record values through the request decoder (one app and two apps, a small token
+/// limit), then through what follows a decoding: a dead letter is encoded as its record, which
+/// must be valid JSON; a request's payload must be a JSON object and each of its notifications
+/// must build an HTTP/2 request.
+@main
+enum PushRequestFuzzer {
+    static let chat = RegisteredApp(name: "chat", bundleID: "com.example.chat", environment: .production)
+    static let legacy = RegisteredApp(name: "legacy", bundleID: "com.example.legacy", environment: .sandbox)
+    static let decoders = [
+        PushRequestDecoder(apps: [chat], maxTokensPerRequest: 4),
+        PushRequestDecoder(apps: [chat, legacy], maxTokensPerRequest: 4),
+    ]
+    static let source = RecordSource(topic: "apns.requests", partition: 0, offset: 42)
+
+    static func main() {
+        runFuzzer { bytes in
+            for decoder in decoders {
+                switch decoder.decode(value: bytes, source: source) {
+                case .deadLetter(let deadLetter):
+                    var record: [UInt8] = []
+                    ResultRecordEncoder.appendDeadLetter(deadLetter, source: source, original: bytes, to: &record)
+                    precondition((try? JSONScanner.parse(record)) != nil,
+                                 "dead letter is not JSON: \(String(decoding: record, as: UTF8.self))")
+                case .request(let request):
+                    check(request)
+                }
+            }
+        }
+    }
+
+    static func check(_ request: PushRequest) {
+        precondition((try? JSONScanner.parse(request.payload))?.root.kind == .object, "payload is not a JSON object")
+        precondition(!request.validTokens.isEmpty || !request.invalidTokens.isEmpty, "a request without tokens")
+        for token in request.validTokens {
+            let notification = APNsNotification(
+                token: token, pushType: request.pushType, priority: request.priority, expiration: request.expiration,
+                collapseID: request.collapseID, topic: request.topic, apnsID: request.apnsID, payload: request.payload
+            )
+            let http2 = notification.makeRequest(authorization: "bearer fuzz")
+            precondition(http2.body == request.payload, "the request body is not the payload")
+        }
+    }
+}
