@@ -56,8 +56,9 @@ public final class LocalEnvironment: @unchecked Sendable {
     /// verbatim at the top level (e.g. `limits:` or `log:` sections); `producer` adds librdkafka
     /// producer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
     /// runs never compete for 9464.
+    /// `apns` adds lines to the `apns:` section (e.g. `retry: {...}`).
     public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "",
-                                  producer: [String: String] = [:]) -> String {
+                                  producer: [String: String] = [:], apns: String = "") -> String {
         let producerLines = producer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
         return """
         kafka:
@@ -78,6 +79,7 @@ public final class LocalEnvironment: @unchecked Sendable {
           sandbox_url: https://127.0.0.1:\(simulator.port)
           ca_file: \(credentials.caFile)
           request_timeout: 10s
+          \(apns)
         apps:
           - name: demo
             bundle_id: com.example.demo
@@ -92,8 +94,10 @@ public final class LocalEnvironment: @unchecked Sendable {
     }
 
     /// The parsed configuration of `configurationYAML`.
-    public func configuration(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "") throws -> BridgeConfiguration {
-        try BridgeConfiguration.parse(yaml: configurationYAML(groupID: groupID, connections: connections, extra: extra), environment: [:])
+    public func configuration(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "",
+                              apns: String = "") throws -> BridgeConfiguration {
+        try BridgeConfiguration.parse(
+            yaml: configurationYAML(groupID: groupID, connections: connections, extra: extra, apns: apns), environment: [:])
     }
 
     /// Stops the simulator and the cluster and removes the generated files.
