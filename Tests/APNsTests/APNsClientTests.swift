@@ -196,7 +196,7 @@ func batch(_ range: Range<Int>) -> [APNsPendingNotification] {
 }
 
 /// The status of a single `.response`, or nil.
-private func status(_ deliveries: [DeliveryRecorder.Delivery]?) -> Int? {
+func status(_ deliveries: [DeliveryRecorder.Delivery]?) -> Int? {
     guard let deliveries, deliveries.count == 1, case .response(let response) = deliveries[0].result.outcome else { return nil }
     return response.status
 }
