@@ -55,7 +55,8 @@ public enum CertificateInspector {
         var key: OpaquePointer?
         var certificate: OpaquePointer?
         var chain: OpaquePointer?
-        guard PKCS12_parse(p12, passphrase ?? "", &key, &certificate, &chain) == 1, let certificate else {
+        guard TLSCredentials.parsePKCS12(p12, passphrase: passphrase, key: &key, certificate: &certificate, chain: &chain),
+              let certificate else {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot decrypt PKCS#12 file \(file) (wrong passphrase?)")
         }
         defer {

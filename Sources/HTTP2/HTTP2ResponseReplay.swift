@@ -22,34 +22,53 @@ package enum HTTP2ResponseReplay {
     ]
 
     /// Handshake, `streams` requests (stream ids 1, 3, 5…, tags 1, 2, 3…, each with a small
-    /// body), then `serverBytes` in one read, then a close. Loop thread.
-    package static func run(serverBytes: [UInt8], streams: Int, loop: EventLoop, tls: TLSClientContext) throws -> Outcome {
-        let recorder = Recorder()
+    /// body), then `serverBytes` in two reads (split in the middle, with the client's writes in
+    /// between), then a close. Like the APNs pool, the client submits a new request from inside
+    /// the callback that finishes a stream, up to `resubmissions` times (tags after the first
+    /// `streams`). Loop thread.
+    package static func run(serverBytes: [UInt8], streams: Int, resubmissions: Int = 0,
+                            loop: EventLoop, tls: TLSClientContext) throws -> Outcome {
+        let recorder = Recorder(resubmissions: resubmissions)
         let connection = try HTTP2ClientConnection.makeInMemory(loop: loop, tls: tls, delegate: recorder)
         _ = connection.sendInMemory()
         _ = connection.receiveInMemory(serverHandshake)
         recorder.outcome.wasReady = connection.isReady
-        for index in 0..<max(0, streams) {
-            let tag = UInt64(index + 1)
-            let request = HTTP2Request(path: "/3/device/\(tag)", headers: [("apns-topic", "com.example.app")],
-                                       body: Array("{\"aps\":{\"alert\":\"\(tag)\"}}".utf8))
-            if connection.submit(request, tag: tag) { recorder.outcome.submittedTags.append(tag) }
-        }
+        for _ in 0..<max(0, streams) { recorder.submitNext(on: connection) }
         _ = connection.sendInMemory()
-        _ = connection.receiveInMemory(serverBytes)
+        let middle = serverBytes.count / 2
+        _ = connection.receiveInMemory(Array(serverBytes[..<middle]))
+        _ = connection.receiveInMemory(Array(serverBytes[middle...]))
         connection.close()
         return recorder.outcome
     }
 
-    /// Records what the connection reports.
+    /// Records what the connection reports, and submits more requests as streams finish.
     private final class Recorder: HTTP2ClientConnectionDelegate {
         var outcome = Outcome()
+        var resubmissions: Int
+        var nextTag: UInt64 = 1
+
+        init(resubmissions: Int) {
+            self.resubmissions = resubmissions
+        }
+
+        func submitNext(on connection: HTTP2ClientConnection) {
+            let tag = nextTag
+            nextTag += 1
+            let request = HTTP2Request(path: "/3/device/\(tag)", headers: [("apns-topic", "com.example.app")],
+                                       body: Array("{\"aps\":{\"alert\":\"\(tag)\"}}".utf8))
+            if connection.submit(request, tag: tag) { outcome.submittedTags.append(tag) }
+        }
 
         func connectionDidBecomeReady(_ connection: HTTP2ClientConnection) {}
 
         func connection(_ connection: HTTP2ClientConnection, didFinishStream tag: UInt64,
                         result: Result<HTTP2Response, HTTP2StreamFailure>) {
             outcome.results.append((tag, result))
+            if resubmissions > 0, connection.canStartStreams {
+                resubmissions -= 1
+                submitNext(on: connection)
+            }
         }
 
         func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {}

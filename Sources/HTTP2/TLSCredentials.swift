@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import COpenSSL
 
 /// Loading certificates and private keys into an `SSL_CTX`, shared by the client and server
@@ -37,7 +40,7 @@ package enum TLSCredentials {
         var key: OpaquePointer?
         var certificate: OpaquePointer?
         var chain: OpaquePointer?
-        guard PKCS12_parse(p12, passphrase ?? "", &key, &certificate, &chain) == 1,
+        guard parsePKCS12(p12, passphrase: passphrase, key: &key, certificate: &certificate, chain: &chain),
               let key, let certificate else {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot decrypt PKCS#12 file \(file) (wrong passphrase?)")
         }
@@ -69,14 +72,47 @@ package enum TLSCredentials {
         }
     }
 
+    /// `PKCS12_parse` with the passphrase in wiped memory (``withPassphraseBytes(_:_:)``); no
+    /// passphrase is the empty one. The caller frees what it returns.
+    package static func parsePKCS12(_ p12: OpaquePointer, passphrase: String?, key: inout OpaquePointer?,
+                                    certificate: inout OpaquePointer?, chain: inout OpaquePointer?) -> Bool {
+        withPassphraseBytes(passphrase) { bytes -> Bool in
+            // The bytes are NUL-terminated (see withPassphraseBytes).
+            guard let text = bytes?.baseAddress else { return PKCS12_parse(p12, "", &key, &certificate, &chain) == 1 }
+            return PKCS12_parse(p12, UnsafeRawPointer(text).assumingMemoryBound(to: CChar.self), &key, &certificate, &chain) == 1
+        }
+    }
+
     /// Runs `body` with the user data that ``tlsPassphraseCallback`` expects (nil without a passphrase).
     package static func withPassphrase<Result>(_ passphrase: String?, _ body: (UnsafeMutableRawPointer?) -> Result) -> Result {
-        guard let passphrase else { return body(nil) }
-        var bytes = Array(passphrase.utf8)
-        defer { for index in bytes.indices { bytes[index] = 0 } }
-        return bytes.withUnsafeMutableBufferPointer { buffer in
-            withUnsafeMutablePointer(to: &buffer) { pointer in body(UnsafeMutableRawPointer(pointer)) }
+        withPassphraseBytes(passphrase) { bytes in
+            guard var bytes else { return body(nil) }
+            return withUnsafeMutablePointer(to: &bytes) { pointer in body(UnsafeMutableRawPointer(pointer)) }
         }
+    }
+
+    /// Runs `body` with the passphrase's UTF-8 bytes in memory of their own (followed by a NUL
+    /// that the buffer does not count), then wipes that memory with `explicit_bzero` (a store
+    /// the optimizer may not remove) before freeing it. OpenSSL cleanses its own copies. The
+    /// `String` itself cannot be wiped: see docs/SECURITY.md.
+    package static func withPassphraseBytes<Result>(_ passphrase: String?,
+                                                    _ body: (UnsafeMutableBufferPointer<UInt8>?) -> Result) -> Result {
+        guard let passphrase else { return body(nil) }
+        let count = passphrase.utf8.count
+        let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: count + 1)
+        storage.initialize(repeating: 0)
+        defer {
+            wipe(UnsafeMutableRawBufferPointer(storage))
+            storage.deallocate()
+        }
+        _ = UnsafeMutableBufferPointer(rebasing: storage[..<count]).initialize(from: passphrase.utf8)
+        return body(UnsafeMutableBufferPointer(rebasing: storage[..<count]))
+    }
+
+    /// Overwrites `memory` with zeros in a way the optimizer keeps.
+    package static func wipe(_ memory: UnsafeMutableRawBufferPointer) {
+        guard let base = memory.baseAddress, memory.count > 0 else { return }
+        explicit_bzero(base, memory.count)
     }
 }
 

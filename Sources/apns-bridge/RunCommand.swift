@@ -23,8 +23,10 @@ enum RunCommand {
             CommandLineInterface.write(help, to: 1)
             return 0
         }
-        let configuration = try CommandLineInterface.loadConfiguration(options)
-        let pipeline = try BridgePipeline(configuration: configuration)
+        // The configuration as loaded holds the passphrases: it lives only until the pipeline has
+        // loaded the credentials, which keeps the configuration without them.
+        let pipeline = try BridgePipeline(configuration: CommandLineInterface.loadConfiguration(options))
+        let configuration = pipeline.configuration
         let statusServer = try BridgeStatusServer(
             pipeline: pipeline, host: configuration.http.host, port: configuration.http.port)
         defer { statusServer.close() }

@@ -170,6 +170,30 @@ import Testing
         #expect(DurationText.parse("100ms") == .milliseconds(100))
     }
 
+    /// Caught by fuzz-configuration's check of accepted durations: `999999999999h` parsed, and
+    /// the bridge's nanosecond arithmetic on it traps. Every duration key refuses more than 24h
+    /// and names itself.
+    @Test func durationsAboveOneDayAreRefused() throws {
+        let keys = [
+            ("apns: {request_timeout: %@}", "apns.request_timeout"),
+            ("apns: {ping_interval: %@}", "apns.ping_interval"),
+            ("apns: {retry: {initial_backoff: %@}}", "apns.retry.initial_backoff"),
+            ("apns: {retry: {max_backoff: %@}}", "apns.retry.max_backoff"),
+            ("shutdown_timeout: %@", "shutdown_timeout"),
+        ]
+        for (template, keyPath) in keys {
+            let accepted = try BridgeConfiguration.parse(
+                yaml: Self.minimal + "\n" + template.replacingOccurrences(of: "%@", with: "24h") + "\n", environment: [:])
+            #expect(accepted.apns.requestTimeout <= .seconds(86_400) && accepted.shutdownTimeout <= .seconds(86_400))
+            for value in ["25h", "1441m", "999999999999h"] {
+                let yaml = Self.minimal + "\n" + template.replacingOccurrences(of: "%@", with: value) + "\n"
+                let error = try #require(parseError(yaml), "\(keyPath) \(value)")
+                #expect(error.keyPath == keyPath)
+                #expect(error.message.contains("at most 24h"))
+            }
+        }
+    }
+
     @Test func unknownKeysAreNamedWithTheirFullPath() throws {
         let cases: [(String, String)] = [
             (Self.minimal + "\nextra: 1\n", "extra"),

@@ -61,6 +61,27 @@ import Testing
         }
     }
 
+    /// As the APNs pool does, a request submitted from inside the callback that finished a
+    /// stream goes out on the same connection, and finishes once too.
+    @Test func requestsSubmittedWhileStreamsFinishAreAnsweredOrLost() async throws {
+        let loop = try EventLoop(name: "replay")
+        defer { loop.shutdown() }
+        let tls = try TLSClientContext(TLSClientConfiguration())
+        let bytes = try Self.seed("200-each-stream")
+        let outcome = try await onLoop(loop) {
+            Result { try HTTP2ResponseReplay.run(serverBytes: bytes, streams: 3, resubmissions: 3, loop: loop, tls: tls) }
+        }.get()
+        #expect(outcome.submittedTags == [1, 2, 3, 4, 5, 6])
+        #expect(outcome.results.map(\.tag).sorted() == [1, 2, 3, 4, 5, 6])
+        for (tag, result) in outcome.results {
+            switch result {
+            case .success(let response): #expect(tag <= 3 && response.status == 200)
+            case .failure(.connectionLost): #expect(tag > 3)
+            case .failure(let failure): Issue.record("tag \(tag): \(failure)")
+            }
+        }
+    }
+
     @Test func everySeedFinishesEveryStreamOnce() async throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).sorted()
         #expect(names.count >= 10)

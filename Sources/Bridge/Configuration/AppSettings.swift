@@ -47,8 +47,29 @@ public enum AppAuthentication: Sendable, Equatable, CustomStringConvertible, Cus
     /// Same as ``description``: no secrets.
     public var debugDescription: String { description }
 
+    /// The same authentication without its passphrase: what is kept once the credentials are
+    /// loaded (a passphrase is only needed to decrypt the key, once).
+    public var withoutPassphrase: AppAuthentication {
+        switch self {
+        case .token: self
+        case .certificate(let certFile, let keyFile, _): .certificate(certFile: certFile, keyFile: keyFile, passphrase: nil)
+        case .certificatePKCS12(let p12File, _): .certificatePKCS12(p12File: p12File, passphrase: nil)
+        }
+    }
+
     /// A mirror without the passphrase (so `dump` cannot leak it).
     public var customMirror: Mirror {
         Mirror(self, children: ["summary": description], displayStyle: .enum)
+    }
+}
+
+extension BridgeConfiguration {
+    /// The same configuration with every app's passphrase removed. The pipeline keeps this one
+    /// once the credentials are loaded, so no passphrase stays referenced for the life of the
+    /// process (docs/SECURITY.md says what Swift strings cannot guarantee beyond that).
+    public func removingPassphrases() -> BridgeConfiguration {
+        var copy = self
+        for index in copy.apps.indices { copy.apps[index].auth = copy.apps[index].auth.withoutPassphrase }
+        return copy
     }
 }

@@ -73,13 +73,19 @@ struct ConfigurationNode {
         }
     }
 
-    /// A positive duration written `250ms`, `10s`, `5m` or `1h`.
+    /// The longest duration a configuration may give. The bridge turns durations into
+    /// nanoseconds and adds them to clock readings: without a bound, `999999999999h` (which
+    /// parses) would overflow that arithmetic and stop the process.
+    static let maximumDuration = Duration.seconds(24 * 3600)
+
+    /// A positive duration written `250ms`, `10s`, `5m` or `1h`, at most ``maximumDuration``.
     func duration() throws(ConfigurationError) -> Duration {
         let expected = "a positive duration such as 250ms, 10s, 5m or 1h"
         let text = try scalarText(expected: expected)
         guard let duration = DurationText.parse(text), duration > .zero else {
             throw error("expected \(expected), \(got(text))")
         }
+        guard duration <= Self.maximumDuration else { throw error("expected a duration of at most 24h, \(got(text))") }
         return duration
     }
 

@@ -12,7 +12,8 @@ import Synchronization
 /// serves delivery reports, which complete input offsets and store them for commit (librdkafka
 /// commits stored offsets every `auto.commit.interval.ms`, and once more on close).
 public final class BridgePipeline: Sendable {
-    let configuration: BridgeConfiguration
+    /// The configuration it runs with, passphrases removed (they were needed to load the keys only).
+    public let configuration: BridgeConfiguration
     let logger = Logger(label: "bridge.pipeline")
     let group: EventLoopGroup
     let consumer: KafkaConsumer
@@ -46,7 +47,8 @@ public final class BridgePipeline: Sendable {
     ///   about half a second after resuming, so a short wait keeps a busy pipeline fed; pausing
     ///   remains the answer to a stall (APNs or Kafka down).
     public init(configuration: BridgeConfiguration, backpressureGrace: Duration = .seconds(1)) throws(PipelineError) {
-        self.configuration = configuration
+        // Passphrases are used by the dispatcher's credential loading below, and kept by nobody.
+        self.configuration = configuration.removingPassphrases()
         self.backpressureGraceNanoseconds = backpressureGrace.totalNanoseconds
         self.decoder = PushRequestDecoder(configuration: configuration)
         let metrics = BridgeMetrics(configuration: configuration)

@@ -32,7 +32,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
     init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink) throws(PipelineError) {
-        self.configuration = configuration
+        self.configuration = configuration.removingPassphrases()
         self.group = group
         self.publisher = publisher
         var credentials: [String: AppCredentials] = [:]
