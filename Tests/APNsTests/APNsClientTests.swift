@@ -69,6 +69,11 @@ final class SilentHandler: HTTP2ServerHandler {
 
     /// Requests received so far.
     var receivedCount: Int { held.withLock { $0.count } }
+
+    /// Drops the held responders (they keep their server connections alive).
+    func releaseAll() {
+        held.withLock { $0.removeAll() }
+    }
 }
 
 /// An HTTP/2 + TLS server whose handler never answers, on a loop of its own.
@@ -94,6 +99,7 @@ final class SilentServer: Sendable {
     func stop() {
         server.close()
         group.shutdown()
+        handler.releaseAll()
     }
 }
 

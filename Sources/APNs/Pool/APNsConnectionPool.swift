@@ -89,7 +89,8 @@ final class APNsConnectionPool: @unchecked Sendable {
     let clock: any APNsClock
     let logger = Logger(label: "apns.pool")
     private weak var client: APNsClient?
-    private var delegate: APNsClientDelegate?
+    /// Weak: the delegate usually owns the client (a pipeline and its pools); no cycle.
+    private weak var delegate: APNsClientDelegate?
 
     var delivery: APNsDeliveryStateMachine
     var members: [Member] = []
@@ -134,7 +135,8 @@ final class APNsConnectionPool: @unchecked Sendable {
         stateCounts.withLock { $0 = [.closed: configuration.connections] }
     }
 
-    /// Wires the pool to its client; called once, before `start()`.
+    /// Wires the pool to its client; called once, before `start()`. The delegate is not retained:
+    /// its owner keeps it alive as long as it wants answers.
     func attach(client: APNsClient, delegate: APNsClientDelegate) {
         self.client = client
         self.delegate = delegate
