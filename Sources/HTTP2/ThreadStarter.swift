@@ -4,7 +4,7 @@ import Glibc
 import CNGHTTP2
 
 /// Starting plain POSIX threads without Foundation.
-enum ThreadStarter {
+public enum ThreadStarter {
     /// Holds the body while the new thread starts.
     private final class Body {
         let run: @Sendable () -> Void
@@ -17,7 +17,7 @@ enum ThreadStarter {
     /// - Returns: the thread, for `pthread_join` when not detached.
     /// - Throws: ``HTTP2Error`` when the thread cannot be created.
     @discardableResult
-    static func start(name: String, detached: Bool, _ body: @escaping @Sendable () -> Void) throws -> pthread_t {
+    public static func start(name: String, detached: Bool, _ body: @escaping @Sendable () -> Void) throws -> pthread_t {
         let shortName = String(decoding: Array(name.utf8.prefix(15)), as: UTF8.self)
         let box = Unmanaged.passRetained(Body {
             _ = apns_set_current_thread_name(shortName)

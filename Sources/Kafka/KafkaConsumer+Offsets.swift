@@ -39,6 +39,25 @@ extension KafkaConsumer {
         }
     }
 
+    /// Commits exactly these offsets now and waits for the broker's answer (polling thread, also
+    /// from inside the rebalance handler).
+    /// - Throws: ``KafkaError`` when the commit fails, also for single partitions.
+    public func commitSync(_ offsets: [(KafkaTopicPartition, nextOffset: Int64)]) throws {
+        guard !offsets.isEmpty else { return }
+        guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
+        let list = RDKafkaTopicPartitionList(capacity: offsets.count)
+        for (partition, nextOffset) in offsets {
+            list.add(partition, offset: nextOffset)
+        }
+        let result = rd_kafka_commit(client.pointer, list.pointer, 0)
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(result, context: "commit offsets")
+        }
+        if let failure = KafkaConsumer.partitionFailures(list, action: "commit offsets") {
+            throw failure
+        }
+    }
+
     /// Runs `body` with the handle unless the consumer is closed, holding the phase lock so
     /// `close` waits for it. For non-blocking librdkafka calls only.
     func withOpenHandle<R>(_ body: (OpaquePointer) throws(KafkaError) -> R) throws(KafkaError) -> R {

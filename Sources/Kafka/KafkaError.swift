@@ -13,13 +13,20 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
     public var isFatal: Bool
     /// Trying the same operation again may succeed.
     public var isRetriable: Bool
+    /// A transactional producer must abort the current transaction before it can go on
+    /// (`rd_kafka_error_txn_requires_abort`).
+    public var transactionRequiresAbort: Bool
 
     /// Creates an error.
-    public init(code: Int32, message: String, isFatal: Bool = false, isRetriable: Bool = false) {
+    public init(
+        code: Int32, message: String, isFatal: Bool = false, isRetriable: Bool = false,
+        transactionRequiresAbort: Bool = false
+    ) {
         self.code = code
         self.message = message
         self.isFatal = isFatal
         self.isRetriable = isRetriable
+        self.transactionRequiresAbort = transactionRequiresAbort
     }
 
     /// `KafkaError(<code name>): <message>`.
@@ -52,6 +59,14 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         public static let notEnoughReplicas: Int32 = RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS.rawValue
         /// The broker connection failed (`RD_KAFKA_RESP_ERR__TRANSPORT`).
         public static let transport: Int32 = RD_KAFKA_RESP_ERR__TRANSPORT.rawValue
+        /// Another producer with the same `transactional.id` took over (`PRODUCER_FENCED`, 90).
+        public static let producerFenced: Int32 = RD_KAFKA_RESP_ERR_PRODUCER_FENCED.rawValue
+        /// The producer's epoch is stale: it was fenced (`INVALID_PRODUCER_EPOCH`, 47).
+        public static let invalidProducerEpoch: Int32 = RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH.rawValue
+        /// The client-side fenced state (`RD_KAFKA_RESP_ERR__FENCED`).
+        public static let fenced: Int32 = RD_KAFKA_RESP_ERR__FENCED.rawValue
+        /// The record is larger than the broker accepts (`MSG_SIZE_TOO_LARGE`, 10).
+        public static let messageSizeTooLarge: Int32 = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE.rawValue
     }
 }
 
@@ -74,7 +89,8 @@ extension KafkaError {
             code: rd_kafka_error_code(error).rawValue,
             message: context.map { "\($0): \(text)" } ?? text,
             isFatal: rd_kafka_error_is_fatal(error) != 0,
-            isRetriable: rd_kafka_error_is_retriable(error) != 0
+            isRetriable: rd_kafka_error_is_retriable(error) != 0,
+            transactionRequiresAbort: rd_kafka_error_txn_requires_abort(error) != 0
         )
         rd_kafka_error_destroy(error)
     }
@@ -82,6 +98,13 @@ extension KafkaError {
     /// A configuration problem; `message` must name the property but never its value.
     static func configuration(_ message: String) -> KafkaError {
         KafkaError(code: Code.invalidArgument, message: message)
+    }
+
+    /// Whether this error says another producer with the same `transactional.id` took over
+    /// (this instance is a zombie and must stop).
+    public var isFencing: Bool {
+        [Code.producerFenced, Code.invalidProducerEpoch, Code.fenced].contains(code)
+            || message.contains("PRODUCER_FENCED") || message.contains("INVALID_PRODUCER_EPOCH")
     }
 
     /// The operation was called after `close()`.

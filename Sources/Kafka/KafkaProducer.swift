@@ -12,8 +12,10 @@ import Synchronization
 /// an outbox and returns; one publisher thread alone hands the records to librdkafka and serves
 /// the delivery reports. ``produce(topic:key:value:headers:tag:)`` is the synchronous form for
 /// tools and tests. `deliveryHandler` is called exactly once per record taken (also for records
-/// purged or left unproduced at ``close()``, and records librdkafka refused, with an error), on
-/// the publisher thread, so it must be quick and thread-safe.
+/// purged or left unproduced at ``close()``, and records librdkafka refused, with an error):
+/// on the publisher thread, except for records still unproduced at ``close()`` (on the closing
+/// thread) and records enqueued after it (on the enqueuing thread). It must be quick,
+/// thread-safe and must not block.
 public final class KafkaProducer: @unchecked Sendable {
     private struct State {
         var isOpen = true
@@ -38,16 +40,19 @@ public final class KafkaProducer: @unchecked Sendable {
     ///
     /// Sets `enable.idempotence=true`, `acks=all` and `linger.ms=5` (and the queue bounds, when
     /// given); `properties` are applied after them and may change anything except the
-    /// properties ``KafkaPropertyRules`` reserves (idempotence, acks, …).
+    /// properties ``KafkaPropertyRules`` reserves (idempotence, acks, `transactional.id`, …).
     /// - Parameters:
     ///   - queueCapacity: `queue.buffering.max.messages` and `queue.buffering.max.kbytes` unless
     ///     `properties` set them; nil keeps librdkafka's defaults.
+    ///   - transactionalID: makes the producer transactional (see
+    ///     ``initTransactions(timeoutMilliseconds:)``); nil for an idempotent producer.
     ///   - deliveryHandler: called once per message with its tag, and nil or the error.
     /// - Throws: ``KafkaError`` naming a rejected or reserved property (never its value).
     public init(
         bootstrapServers: String,
         properties: [String: String],
         queueCapacity: (messages: Int, kilobytes: Int)? = nil,
+        transactionalID: String? = nil,
         logger: Logger,
         deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
     ) throws {
@@ -61,6 +66,9 @@ public final class KafkaProducer: @unchecked Sendable {
         if let queueCapacity {
             enforced.append(("queue.buffering.max.messages", "\(min(10_000_000, max(1, queueCapacity.messages)))"))
             enforced.append(("queue.buffering.max.kbytes", "\(min(2_147_483_647, max(1, queueCapacity.kilobytes)))"))
+        }
+        if let transactionalID {
+            enforced.append(("transactional.id", transactionalID))
         }
         let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
         let context = RDKafkaClientContext(logger: logger, deliveryHandler: deliveryHandler)
@@ -156,6 +164,24 @@ public final class KafkaProducer: @unchecked Sendable {
         let now = Timestamp.monotonicNanoseconds()
         let remaining = Int32(clamping: deadline > now ? (deadline - now) / 1_000_000 : 0)
         return rd_kafka_flush(client.pointer, remaining) == RD_KAFKA_RESP_ERR_NO_ERROR
+    }
+
+    /// Runs `body` with the handle unless the producer is closed; `close` waits for it to return.
+    /// For calls that may block (transactions): no lock is held meanwhile.
+    func withOpenClient<R>(_ body: (OpaquePointer) -> R) -> R? {
+        let isOpen = state.withLock { state -> Bool in
+            if state.isOpen { state.activeFlushes += 1 }
+            return state.isOpen
+        }
+        guard isOpen else { return nil }
+        defer { state.withLock { $0.activeFlushes -= 1 } }
+        return body(client.pointer)
+    }
+
+    /// The fatal error librdkafka raised on this producer (e.g. fenced by another producer with
+    /// the same `transactional.id`), if any.
+    public var fatalError: KafkaError? {
+        withOpenClient { _ in client.pendingFatalError() } ?? nil
     }
 
     /// Messages handed to librdkafka whose delivery report has not been served yet (0 after close).

@@ -24,6 +24,52 @@ public enum KafkaTopicReader {
         settleMilliseconds: Int = 0,
         isolation: String = "read_committed"
     ) throws -> [KafkaMessage] {
+        let start = Timestamp.monotonicNanoseconds()
+        let expectedBy = start + UInt64(max(timeoutMilliseconds, 0)) * 1_000_000
+        var settledBy: UInt64?
+        return try read(
+            bootstrapServers: bootstrapServers, topic: topic,
+            timeoutMilliseconds: max(timeoutMilliseconds, 0) + max(settleMilliseconds, 0), isolation: isolation
+        ) { messages, _ in
+            let now = Timestamp.monotonicNanoseconds()
+            guard messages.count >= expectedCount else { return now >= expectedBy }
+            if settledBy == nil { settledBy = now + UInt64(max(settleMilliseconds, 0)) * 1_000_000 }
+            return now >= settledBy!  // invariant: set on the line above
+        }
+    }
+
+    /// Reads `topic` from the beginning of every partition up to the end it has when the read
+    /// starts (each partition's high watermark), or until `timeoutMilliseconds` passed. For a
+    /// settled topic (nothing is written to it any more) this is everything it holds, late
+    /// duplicates included, without waiting out a timeout.
+    /// - Returns: the records read, per partition in offset order.
+    /// - Throws: ``KafkaError`` when the topic's metadata or watermarks cannot be read in time.
+    public static func readToEnd(
+        bootstrapServers: String, topic: String, timeoutMilliseconds: Int, isolation: String = "read_committed"
+    ) throws -> [KafkaMessage] {
+        var ends: [Int32: Int64] = [:]
+        var endsKnown = false
+        return try read(bootstrapServers: bootstrapServers, topic: topic, timeoutMilliseconds: timeoutMilliseconds,
+                        isolation: isolation) { _, client in
+            if !endsKnown {
+                ends = try highWatermarks(of: topic, client: client)
+                endsKnown = true
+            }
+            // The position passes transaction markers and aborted records too.
+            let list = RDKafkaTopicPartitionList(ends.keys.map { KafkaTopicPartition(topic: topic, partition: $0) })
+            guard rd_kafka_position(client.pointer, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR else { return false }
+            return RDKafkaTopicPartitionList.entries(of: list.pointer).allSatisfy { entry in
+                entry.offset >= ends[entry.partition.partition, default: 0]
+            }
+        }
+    }
+
+    /// Reads `topic` from the beginning with a standalone consumer until `isDone` says so or the
+    /// timeout passes (`isDone` is asked before each poll).
+    private static func read(
+        bootstrapServers: String, topic: String, timeoutMilliseconds: Int, isolation: String,
+        isDone: ([KafkaMessage], RDKafkaClient) throws -> Bool
+    ) throws -> [KafkaMessage] {
         let deadline = Timestamp.monotonicNanoseconds() + UInt64(max(timeoutMilliseconds, 0)) * 1_000_000
         let client = try makeStandaloneClient(
             bootstrapServers: bootstrapServers, groupID: "apns-bridge-reader-\(UInt64.random(in: 1...UInt64.max))",
@@ -39,16 +85,9 @@ public enum KafkaTopicReader {
 
         var messages: [KafkaMessage] = []
         var topicName: (handle: OpaquePointer?, name: String) = (nil, "")
-        var settleDeadline: UInt64?
-        while true {
+        while try !isDone(messages, client) {
             let now = Timestamp.monotonicNanoseconds()
-            if messages.count >= expectedCount {
-                if settleDeadline == nil { settleDeadline = now + UInt64(max(settleMilliseconds, 0)) * 1_000_000 }
-                guard let settleDeadline, now < settleDeadline else { break }
-            } else if now >= deadline {
-                break
-            }
-            let deadline = settleDeadline ?? deadline
+            guard now < deadline else { break }
             let wait = Int32(min((deadline - now) / 1_000_000, 100))
             guard let message = rd_kafka_consumer_poll(client.pointer, wait) else { continue }
             defer { rd_kafka_message_destroy(message) }
@@ -56,6 +95,22 @@ public enum KafkaTopicReader {
             messages.append(KafkaMessage(message, topicName: &topicName))
         }
         return messages
+    }
+
+    /// Every partition's high watermark (the offset the next record will get).
+    private static func highWatermarks(of topic: String, client: RDKafkaClient) throws -> [Int32: Int64] {
+        let count = try partitionCount(of: topic, client: client, deadline: Timestamp.monotonicNanoseconds() + 10_000_000_000)
+        var ends: [Int32: Int64] = [:]
+        for partition in 0..<count {
+            var low: Int64 = 0
+            var high: Int64 = 0
+            let result = rd_kafka_query_watermark_offsets(client.pointer, topic, partition, &low, &high, 10_000)
+            guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(result, context: "watermarks of \(topic)/\(partition)")
+            }
+            ends[partition] = high
+        }
+        return ends
     }
 
     /// The offsets `groupID` has committed for partitions `0..<partitions` of `topic`

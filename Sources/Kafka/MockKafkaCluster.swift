@@ -6,7 +6,10 @@ import Synchronization
 /// the benchmark.
 ///
 /// It supports producing (also idempotent and transactional), consumer groups and offset
-/// commits. In librdkafka 2.0.2 it keeps at most 5 MB or 100,000 records per partition and
+/// commits. Its transactions are protocol only: in librdkafka 2.0.2 `TxnOffsetCommit` is
+/// answered but its offsets are not committed, no transaction markers are written and aborted
+/// records are served to `read_committed` readers, and a second producer with the same
+/// `transactional.id` does not fence the first (see `KafkaTransactionTests`). In librdkafka 2.0.2 it keeps at most 5 MB or 100,000 records per partition and
 /// drops the oldest beyond that.
 public final class MockKafkaCluster: @unchecked Sendable {
     /// Kafka protocol ApiKeys for ``pushRequestErrors(apiKey:errors:)``.
@@ -27,6 +30,14 @@ public final class MockKafkaCluster: @unchecked Sendable {
         public static let heartbeat: Int16 = 12
         /// SyncGroup.
         public static let syncGroup: Int16 = 14
+        /// InitProducerId.
+        public static let initProducerID: Int16 = 22
+        /// AddPartitionsToTxn.
+        public static let addPartitionsToTransaction: Int16 = 24
+        /// EndTxn (commit or abort).
+        public static let endTransaction: Int16 = 26
+        /// TxnOffsetCommit.
+        public static let transactionOffsetCommit: Int16 = 28
     }
 
     /// The handle librdkafka requires to own the cluster; it is otherwise unused.
@@ -88,6 +99,16 @@ public final class MockKafkaCluster: @unchecked Sendable {
         let codes = errors.map { rd_kafka_resp_err_t(rawValue: $0) }
         codes.withUnsafeBufferPointer { buffer in
             _ = try? withCluster { rd_kafka_mock_push_request_errors_array($0, apiKey, buffer.count, buffer.baseAddress) }
+        }
+    }
+
+    /// Makes the next `errors.count` requests with `apiKey` that broker `id` receives fail with
+    /// these error codes, in order; other brokers answer normally.
+    public func pushBrokerRequestErrors(broker id: Int32, apiKey: Int16, errors: [Int32]) {
+        for error in errors {
+            _ = try? withCluster {
+                apnsb_rd_kafka_mock_broker_push_request_error($0, id, apiKey, rd_kafka_resp_err_t(rawValue: error))
+            }
         }
     }
 

@@ -9,7 +9,7 @@ import Observability
 enum BenchCommand {
     static let help = """
     Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--partitions P] [--connections C]
-                             [--max-in-flight M] [--simulator-threads T] [--skip-h2load]
+                             [--max-in-flight M] [--simulator-threads T] [--exactly-once] [--skip-h2load]
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
                              [--max-in-flight M] [--outage-seconds T]
 
@@ -28,6 +28,7 @@ enum BenchCommand {
       --connections C          HTTP/2 connections of the app (default 4; h2load uses as many)
       --max-in-flight M        the bridge's limits.max_in_flight (default 20000)
       --simulator-threads T    event loop threads of the simulator (default 1)
+      --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
       --log-level LEVEL        trace, debug, info, warning (default) or error
 
@@ -47,7 +48,7 @@ enum BenchCommand {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
                      "simulator-threads", "log-level", "single-token-requests", "outage-seconds"],
-            flags: ["help", "skip-h2load", "memory"]
+            flags: ["help", "skip-h2load", "memory", "exactly-once"]
         ))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
@@ -63,7 +64,8 @@ enum BenchCommand {
             connections: try options.integer("connections", default: 4, in: 1...64),
             maxInFlight: try options.integer("max-in-flight", default: 20_000, in: 1...1_000_000),
             simulatorThreads: try options.integer("simulator-threads", default: 1, in: 1...64),
-            runH2Load: !options.flag("skip-h2load")
+            runH2Load: !options.flag("skip-h2load"),
+            exactlyOnce: options.flag("exactly-once")
         )
         guard settings.notifications <= 2_000_000 else {
             throw CommandLineOptions.UsageError(description: "--requests × --tokens-per-request must be at most 2,000,000, got \(settings.notifications)")

@@ -240,13 +240,15 @@ import Testing
         }
         let exactlyOnce = try #require(parseError("kafka: {brokers: b, exactly_once: maybe}\napps: []\n"))
         #expect(exactlyOnce.keyPath == "kafka.exactly_once")
+        let transactional = try BridgeConfiguration.parse(
+            yaml: Self.minimal.replacingOccurrences(of: "kafka:\n", with: "kafka:\n  exactly_once: true\n"), environment: [:])
+        #expect(transactional.kafka.exactlyOnce)
         let consumer = try #require(parseError("kafka: {brokers: b, consumer: {a: [1]}}\n"))
         #expect(consumer.keyPath == "kafka.consumer.a")
     }
 
     @Test func guaranteesCannotBeConfiguredAway() throws {
         let cases = [
-            ("kafka: {brokers: b, exactly_once: true}", "kafka.exactly_once"),
             ("kafka: {brokers: b, consumer: {enable.auto.commit: false}}", "kafka.consumer.enable.auto.commit"),
             ("kafka: {brokers: b, consumer: {enable.auto.offset.store: true}}", "kafka.consumer.enable.auto.offset.store"),
             ("kafka: {brokers: b, consumer: {partition.assignment.strategy: range}}", "kafka.consumer.partition.assignment.strategy"),

@@ -10,13 +10,16 @@ import Testing
 /// over TLS on 127.0.0.1, and the pipeline in between.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct PipelineEndToEndTests {
-    @Test func everyTokenGetsItsExpectedResultAndEveryOffsetIsCommitted() throws {
+    /// At least once, and exactly once (outputs produced in transactions with their offsets).
+    @Test(arguments: [false, true])
+    func everyTokenGetsItsExpectedResultAndEveryOffsetIsCommitted(exactlyOnce: Bool) throws {
         let workload = DemoWorkload(count: 120, seed: 7)
         let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
         defer { environment.close() }
 
         let report = try DemoRunner.run(
-            workload: workload, environment: environment, configuration: try environment.configuration(groupID: "e2e-demo")
+            workload: workload, environment: environment,
+            configuration: try environment.configuration(groupID: "e2e-demo", exactlyOnce: exactlyOnce)
         )
 
         #expect(report.mismatches.isEmpty, "\(report.mismatches.prefix(5))")
@@ -98,15 +101,15 @@ struct PipelineEndToEndTests {
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 3,
-            timeoutMilliseconds: 30_000
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500
         )
         let invalid = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.invalidTokensTopic, expectedCount: 2,
-            timeoutMilliseconds: 30_000
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500
         )
         let deadLetters = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.deadLetterTopic, expectedCount: 1,
-            timeoutMilliseconds: 30_000
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500
         )
         #expect(runner.stop() == 0)
 
@@ -159,3 +162,4 @@ struct PipelineEndToEndTests {
         #expect(committed[0] == 2)
     }
 }
+

@@ -70,12 +70,7 @@ extension BridgeConfiguration {
         if let value = section.optional("results_topic") { kafka.resultsTopic = try value.string() }
         if let value = section.optional("invalid_tokens_topic") { kafka.invalidTokensTopic = try value.string() }
         if let value = section.optional("dead_letter_topic") { kafka.deadLetterTopic = try value.string() }
-        if let value = section.optional("exactly_once") {
-            kafka.exactlyOnce = try value.bool()
-            if kafka.exactlyOnce {
-                throw value.error("exactly-once delivery is not available in this version; remove the key or set false (at least once)")
-            }
-        }
+        if let value = section.optional("exactly_once") { kafka.exactlyOnce = try value.bool() }
         if let value = section.optional("consumer") {
             kafka.consumer = try value.stringMap()
             try refuseReserved(kafka.consumer, role: .consumer, keyPath: "kafka.consumer")

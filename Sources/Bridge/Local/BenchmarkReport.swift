@@ -77,7 +77,7 @@ public struct BenchmarkReport: Sendable {
     /// A readable summary, one line per figure.
     public var summary: [String] {
         var lines: [String] = []
-        lines.append("workload: \(settings.requests) requests × \(settings.tokensPerRequest) tokens = \(settings.notifications) notifications; \(settings.partitions) partitions, \(settings.connections) connection(s), max_in_flight \(settings.maxInFlight), simulator threads \(settings.simulatorThreads)")
+        lines.append("workload: \(settings.requests) requests × \(settings.tokensPerRequest) tokens = \(settings.notifications) notifications; \(settings.partitions) partitions, \(settings.connections) connection(s), max_in_flight \(settings.maxInFlight), simulator threads \(settings.simulatorThreads), \(settings.exactlyOnce ? "exactly once" : "at least once")")
         if let h2load {
             lines.append("h2load reference: \(h2load.total) requests in \(Self.format(h2load.seconds, 2)) s = \(Self.format(h2load.requestsPerSecond, 0)) req/s (2xx \(h2load.status2xx), 4xx \(h2load.status4xx), 5xx \(h2load.status5xx), failed \(h2load.failed), errored \(h2load.errored))")
         }
@@ -118,6 +118,7 @@ public struct BenchmarkReport: Sendable {
             ("connections", "\(settings.connections)"),
             ("max_in_flight", "\(settings.maxInFlight)"),
             ("simulator_threads", "\(settings.simulatorThreads)"),
+            ("exactly_once", "\(settings.exactlyOnce)"),
             ("notifications_per_second", Self.format(notificationsPerSecond, 1)),
             ("requests_per_second", Self.format(requestsPerSecond, 1)),
             ("window_seconds", Self.format(windowSeconds, 3)),

@@ -66,9 +66,9 @@ public enum BenchmarkRunner {
         defer { observer.close() }
         // The observer joins its group while the bridge joins its own; it reads from the start.
 
-        progress("starting the bridge (\(settings.connections) connection(s), max_in_flight \(settings.maxInFlight))")
+        progress("starting the bridge (\(settings.connections) connection(s), max_in_flight \(settings.maxInFlight), \(settings.exactlyOnce ? "exactly once" : "at least once"))")
         let configuration = try environment.configuration(
-            groupID: groupID, connections: settings.connections,
+            groupID: groupID, connections: settings.connections, exactlyOnce: settings.exactlyOnce,
             extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}"
         )
         let cpuBefore = ProcessCPUTimes.sample()

@@ -18,11 +18,13 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var h2loadNotificationCap: Int
     /// Give up when no result arrived for this long.
     public var idleTimeoutSeconds: Double
+    /// Run the bridge with `kafka.exactly_once: true` (transactions) instead of at least once.
+    public var exactlyOnce: Bool
 
     /// The defaults of `apns-bridge bench`: 20,000 requests of 5 tokens (100,000 notifications).
     public init(requests: Int = 20_000, tokensPerRequest: Int = 5, partitions: Int = 8, connections: Int = 4,
                 maxInFlight: Int = 20_000, simulatorThreads: Int = 1, runH2Load: Bool = true,
-                h2loadNotificationCap: Int = 200_000, idleTimeoutSeconds: Double = 30) {
+                h2loadNotificationCap: Int = 200_000, idleTimeoutSeconds: Double = 30, exactlyOnce: Bool = false) {
         self.requests = requests
         self.tokensPerRequest = tokensPerRequest
         self.partitions = partitions
@@ -32,6 +34,7 @@ public struct BenchmarkSettings: Sendable, Equatable {
         self.runH2Load = runH2Load
         self.h2loadNotificationCap = h2loadNotificationCap
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.exactlyOnce = exactlyOnce
     }
 
     /// Notifications (and results) the workload yields.

@@ -57,8 +57,8 @@ public final class LocalEnvironment: @unchecked Sendable {
     /// producer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
     /// runs never compete for 9464.
     /// `apns` adds lines to the `apns:` section (e.g. `retry: {...}`).
-    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "",
-                                  producer: [String: String] = [:], apns: String = "") -> String {
+    public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false,
+                                  extra: String = "", producer: [String: String] = [:], apns: String = "") -> String {
         let producerLines = producer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
         return """
         kafka:
@@ -68,6 +68,7 @@ public final class LocalEnvironment: @unchecked Sendable {
           results_topic: \(resultsTopic)
           invalid_tokens_topic: \(invalidTokensTopic)
           dead_letter_topic: \(deadLetterTopic)
+          exactly_once: \(exactlyOnce)
           consumer:
             session.timeout.ms: 6000
             heartbeat.interval.ms: 500
@@ -94,10 +95,14 @@ public final class LocalEnvironment: @unchecked Sendable {
     }
 
     /// The parsed configuration of `configurationYAML`.
-    public func configuration(groupID: String = "apns-bridge", connections: Int = 2, extra: String = "",
-                              apns: String = "") throws -> BridgeConfiguration {
+    public func configuration(
+        groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false, extra: String = "",
+        apns: String = ""
+    ) throws -> BridgeConfiguration {
         try BridgeConfiguration.parse(
-            yaml: configurationYAML(groupID: groupID, connections: connections, extra: extra, apns: apns), environment: [:])
+            yaml: configurationYAML(groupID: groupID, connections: connections, exactlyOnce: exactlyOnce, extra: extra,
+                                    apns: apns),
+            environment: [:])
     }
 
     /// Stops the simulator and the cluster and removes the generated files.

@@ -16,12 +16,20 @@ extension BridgePipeline {
         consuming.store(true, ordering: .relaxed)
         defer { consuming.store(false, ordering: .relaxed) }
         dispatcher.start()
+        if let committer {
+            do {
+                try committer.start()
+            } catch {
+                fail("transaction committer: \(error)")
+            }
+        }
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
+            "kafka.exactly_once": "\(configuration.kafka.exactlyOnce)",
         ])
         // Records polled and not yet admitted, with the assignment they were fetched under.
-        var waiting = AdmissionQueue()
+        var waiting = AdmissionQueue(largestWork: configuration.limits.maxTokensPerRequest)
         while !isStopRequested, fatalReason == nil {
             lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
@@ -90,6 +98,7 @@ extension BridgePipeline {
             )
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
             metrics.recordDeadLetter(deadLetter.code)
+            workInFlight.add(1, ordering: .relaxed)  // before its acknowledgement can come
             publisher.publishDeadLetter(deadLetter, message: message, context: context)
             context.release()
             return 1
@@ -104,9 +113,11 @@ extension BridgePipeline {
                 source: source, requestID: request.id, app: request.app, environment: request.environment,
                 startedAtMilliseconds: startedAt, partition: progress
             )
+            let work = request.validTokens.count + request.invalidTokens.count
+            workInFlight.add(work, ordering: .relaxed)  // before any of its results can be acknowledged
             dispatcher.dispatch(request, context: context)
             context.release()
-            return request.validTokens.count + request.invalidTokens.count
+            return work
         }
     }
 
@@ -114,6 +125,9 @@ extension BridgePipeline {
     func delivered(tag: UInt64, error: KafkaError?) {
         let context = RequestContext.fromTag(tag)
         publisher.acknowledged(tag: tag)
+        if RequestContext.countsAsWork(tag) {
+            workInFlight.subtract(1, ordering: .relaxed)  // a result or dead letter: its unit of work is done
+        }
         if let error {
             // The hold is kept, so the offset is never committed and a restart publishes it again.
             fail("a record could not be delivered to Kafka: \(error)")
@@ -129,15 +143,18 @@ extension BridgePipeline {
             logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
             let consumer = self.consumer
             let logger = self.logger
+            let completion: PartitionProgress.Completion = committer != nil
+                ? .transactional
+                : .storeOffsets { topicPartition, next in
+                    do {
+                        try consumer.storeOffsets([(topicPartition, nextOffset: next)])
+                    } catch {
+                        logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
+                    }
+                }
             partitions.withLock { map in
                 for topicPartition in assigned {
-                    map[topicPartition] = PartitionProgress(topicPartition: topicPartition) { topicPartition, next in
-                        do {
-                            try consumer.storeOffsets([(topicPartition, nextOffset: next)])
-                        } catch {
-                            logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
-                        }
-                    }
+                    map[topicPartition] = PartitionProgress(topicPartition: topicPartition, completion: completion)
                 }
             }
             // While fetching is held back, new partitions join the pause.
@@ -152,10 +169,22 @@ extension BridgePipeline {
             }
         case .revoked(let revoked), .lost(let revoked):
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
-            partitions.withLock { map in
-                for topicPartition in revoked {
-                    map.removeValue(forKey: topicPartition)?.revoke()
+            let leaving = partitions.withLock { map in revoked.compactMap { map.removeValue(forKey: $0) } }
+            if let committer {
+                // Commit what they released, drop the rest: the new owner starts where this stops.
+                committer.finish(revoking: leaving)
+                let offsets = leaving.compactMap { progress in
+                    progress.committedNextOffset.map { (progress.topicPartition, nextOffset: $0) }
                 }
+                if case .revoked = event, fatalReason == nil {
+                    do {
+                        try consumer.commitSync(offsets)
+                    } catch {
+                        logger.debug("offsets of revoked partitions not committed again", metadata: ["error": "\(error)"])
+                    }
+                }
+            } else {
+                for progress in leaving { progress.revoke() }
             }
             // librdkafka keeps an application pause across unassignment: resume before letting
             // go, or the partition would come back paused if it is assigned here again.
@@ -174,10 +203,11 @@ extension BridgePipeline {
     }
 
     /// Work between admission and Kafka's acknowledgement, one unit per token (or dead letter):
-    /// notifications waiting for APNs plus results and dead letters waiting for Kafka. A token
-    /// moves from the first to the second without ever counting twice.
+    /// notifications waiting for APNs plus results and dead letters waiting for Kafka, kept in
+    /// one counter (`workInFlight`), so a token moving from the first to the second is counted
+    /// exactly once at every moment.
     var inFlight: Int {
-        dispatcher.inFlight + publisher.pendingCount
+        workInFlight.load(ordering: .relaxed)
     }
 
     /// Keeps the highest in-flight work seen; called after each admission, the only moment it grows.
@@ -272,6 +302,7 @@ extension BridgePipeline {
         }
         dispatcher.abandonUnanswered()
         dispatcher.shutdown()
+        committer?.stop()
         producer.close(flushTimeoutMilliseconds: Int32(clamping: millisecondsLeft()))
         consumer.close(timeoutMilliseconds: millisecondsLeft())
         group.shutdown()

@@ -20,12 +20,18 @@ public final class BridgePipeline: Sendable {
     let producer: KafkaProducer
     let publisher: ResultPublisher
     let dispatcher: NotificationDispatcher
+    /// Exactly once (`kafka.exactly_once`): the one thread that produces, in transactions.
+    let committer: TransactionCommitter?
     let decoder: PushRequestDecoder
     let partitions = Locked<[KafkaTopicPartition: PartitionProgress]>([:])
     let pausedPartitions = Locked<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
     let peakInFlightValue = Atomic<Int>(0)
+    /// Units of work admitted and not finished: one per token (until its result is acknowledged
+    /// by Kafka) or dead letter. One counter, so a token moving from APNs to Kafka is never
+    /// counted twice or missed by a reader.
+    let workInFlight = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
     /// Every series of `/metrics` (contract §10).
@@ -59,13 +65,19 @@ public final class BridgePipeline: Sendable {
         } catch {
             throw PipelineError(component: "event loops", message: "\(error)")
         }
+        let exactlyOnce = configuration.kafka.exactlyOnce
         do {
             producer = try KafkaProducer(
                 bootstrapServers: configuration.kafka.brokers,
                 properties: configuration.kafka.producer,
                 queueCapacity: BridgePipeline.producerQueueCapacity(limits: configuration.limits),
+                transactionalID: exactlyOnce ? BridgePipeline.transactionalID(groupID: configuration.kafka.groupID) : nil,
                 logger: Logger(label: "kafka.producer"),
-                deliveryHandler: { tag, error in pipelineBox.pipeline?.delivered(tag: tag, error: error) }
+                deliveryHandler: { tag, error in
+                    // Exactly once, a failed delivery fails its transaction, which the committer handles.
+                    guard !exactlyOnce else { return }
+                    pipelineBox.pipeline?.delivered(tag: tag, error: error)
+                }
             )
             consumer = try KafkaConsumer(
                 bootstrapServers: configuration.kafka.brokers,
@@ -79,9 +91,17 @@ public final class BridgePipeline: Sendable {
             throw PipelineError(component: "kafka", message: "\(error)")
         }
         publisher = ResultPublisher(producer: producer, kafka: configuration.kafka)
+        committer = exactlyOnce
+            ? TransactionCommitter(
+                producer: producer, consumer: consumer, publisher: publisher,
+                partitions: { pipelineBox.pipeline?.partitions.withLock { Array($0.values) } ?? [] },
+                isFailed: { pipelineBox.pipeline?.fatalReason != nil },
+                onFatal: { reason in pipelineBox.pipeline?.fail(reason) })
+            : nil
         do {
             dispatcher = try NotificationDispatcher(
-                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics))
+                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics),
+                metrics: metrics)
         } catch {
             producer.close()
             consumer.close()
@@ -106,6 +126,15 @@ public final class BridgePipeline: Sendable {
 
     var isStopRequested: Bool {
         stopRequested.load(ordering: .acquiring)
+    }
+
+    /// The transactional id of this instance in exactly-once mode: `<group_id>.<instance>`, where
+    /// the instance is `$APNS_BRIDGE_INSTANCE_ID` or the host name. Stable across restarts, so a
+    /// restarted instance fences its previous incarnation and aborts the transaction it left open
+    /// at once; distinct per instance, since offsets are sent with the consumer's group metadata
+    /// and the group coordinator fences a member that lost its partitions (KIP-447).
+    static func transactionalID(groupID: String) -> String {
+        "\(groupID).\(SystemInfo.instanceID)"
     }
 
     /// Records a fatal error; `run()` stops and returns 1. Unfinished offsets stay uncommitted.

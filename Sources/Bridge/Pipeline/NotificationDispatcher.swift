@@ -16,7 +16,9 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         var environment: PushEnvironment
     }
 
-    private let configuration: BridgeConfiguration
+    let configuration: BridgeConfiguration
+    /// Where APNs answers, retries and connection states are counted (nil for `apns-bridge send`).
+    let metrics: BridgeMetrics?
     private let group: EventLoopGroup
     private let publisher: ResultSink
     private let credentials: [String: AppCredentials]
@@ -31,8 +33,10 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     private let abandoning = Atomic<Bool>(false)
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
-    init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink) throws(PipelineError) {
+    init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink,
+         metrics: BridgeMetrics? = nil) throws(PipelineError) {
         self.configuration = configuration.removingPassphrases()
+        self.metrics = metrics
         self.group = group
         self.publisher = publisher
         var credentials: [String: AppCredentials] = [:]
@@ -69,6 +73,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             pool.shutdown()
         }
         pools.removeAll()
+        poolDirectory.withLock { $0.removeAll() }  // the pools hold this dispatcher as their delegate
     }
 
     private func pool(app: String, environment: PushEnvironment) -> APNsClient? {

@@ -46,6 +46,12 @@ final class RequestContext: Sendable {
         remaining.add(count, ordering: .relaxed)
     }
 
+    /// Exactly once: holds `output` back with its input record until the transaction committer
+    /// takes it. Returns false when the partition was revoked (the output is dropped).
+    func buffer(_ output: KafkaOutboundRecord) -> Bool {
+        partition.buffer(output, for: source.offset)
+    }
+
     /// Gives back one hold; the last one completes the input offset.
     func release() {
         if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
@@ -77,27 +83,52 @@ final class RequestContext: Sendable {
     }
 }
 
-/// The completion state of one assigned partition: which offsets are done and what may be stored.
+/// The completion state of one assigned partition: which offsets are done and what may be
+/// committed.
+///
+/// At least once, completed offsets are stored for the consumer's commit as the contiguous
+/// prefix grows. Exactly once, outputs are buffered per record in a ``PartitionOutputSequencer``
+/// and the transaction committer takes them in offset order, with the offset to commit.
 ///
 /// A new object is made for every assignment, so work that finishes after a revocation updates
-/// only the old object and never stores an offset for a partition this member no longer owns.
-/// Offsets are stored, and the revocation is marked, under the tracker's lock: once `revoke()`
-/// returns no store of this object can happen, so a late completion racing the revocation
-/// cannot move the partition's offset (then its new owner's) backwards. Stores never go
-/// backwards within one assignment either: the committable prefix only grows.
+/// only the old object and never stores an offset or buffers an output for a partition this
+/// member no longer owns. Offsets are stored, and the revocation is marked, under the lock: once
+/// `revoke()` returns no store of this object can happen, so a late completion racing the
+/// revocation cannot move the partition's offset (then its new owner's) backwards. Stores never
+/// go backwards within one assignment either: the committable prefix only grows.
 final class PartitionProgress: Sendable {
-    private struct State {
+    /// How completed offsets leave the partition.
+    enum Completion: Sendable {
+        /// At least once: store the committable offset for the consumer's commit.
+        case storeOffsets(@Sendable (KafkaTopicPartition, Int64) -> Void)
+        /// Exactly once: buffer outputs until the transaction committer takes them.
+        case transactional
+    }
+
+    private struct State: Sendable {
         var tracker = PartitionOffsetTracker()
+        var sequencer = PartitionOutputSequencer<KafkaOutboundRecord>()
         var isRevoked = false
+        var committedNextOffset: Int64?
     }
 
     let topicPartition: KafkaTopicPartition
+    private let completion: Completion
     private let state = Locked(State())
-    private let store: @Sendable (KafkaTopicPartition, Int64) -> Void
 
-    init(topicPartition: KafkaTopicPartition, store: @escaping @Sendable (KafkaTopicPartition, Int64) -> Void) {
+    init(topicPartition: KafkaTopicPartition, completion: Completion) {
         self.topicPartition = topicPartition
-        self.store = store
+        self.completion = completion
+    }
+
+    /// At least once: `store` receives each grown committable offset.
+    convenience init(topicPartition: KafkaTopicPartition, store: @escaping @Sendable (KafkaTopicPartition, Int64) -> Void) {
+        self.init(topicPartition: topicPartition, completion: .storeOffsets(store))
+    }
+
+    private var isTransactional: Bool {
+        if case .transactional = completion { return true }
+        return false
     }
 
     /// Registers an offset in consumption order.
@@ -108,13 +139,13 @@ final class PartitionProgress: Sendable {
     ///   and let the commit pass a record still in flight.
     func track(_ offset: Int64) -> Bool {
         state.withLock { state in
-            !state.isRevoked && state.tracker.track(offset)
+            !state.isRevoked && (isTransactional ? state.sequencer.track(offset) : state.tracker.track(offset))
         }
     }
 
     /// Offsets consumed and not yet committable.
     var pendingCount: Int {
-        state.withLock { $0.tracker.pendingCount }
+        state.withLock { isTransactional ? $0.sequencer.pendingCount : $0.tracker.pendingCount }
     }
 
     /// Whether `revoke()` was called.
@@ -122,18 +153,56 @@ final class PartitionProgress: Sendable {
         state.withLock { $0.isRevoked }
     }
 
-    /// Stops storing offsets: the partition was revoked or lost. After it returns, no store
-    /// from this object happens, even for work completing on another thread at that moment.
-    func revoke() {
-        state.withLock { $0.isRevoked = true }
+    /// Stops storing offsets and buffering outputs: the partition was revoked or lost. After it
+    /// returns, no store from this object happens, even for work completing on another thread at
+    /// that moment.
+    /// - Returns: the buffered outputs dropped (exactly once), which the new owner produces again.
+    @discardableResult
+    func revoke() -> Int {
+        state.withLock { state in
+            state.isRevoked = true
+            return state.sequencer.discardAll()
+        }
     }
 
-    /// Marks an offset complete and stores the grown committable prefix, if any.
+    /// Exactly once: buffers one output of the pending record `offset`. Returns false when it
+    /// is not kept (partition revoked): the new owner produces it again.
+    func buffer(_ output: KafkaOutboundRecord, for offset: Int64) -> Bool {
+        state.withLock { state in
+            !state.isRevoked && state.sequencer.append(output, to: offset)
+        }
+    }
+
+    /// Exactly once: the outputs of the complete prefix, in offset order, with the offset to
+    /// commit after them; nil when there is none or the partition was revoked.
+    func takeReleased() -> PartitionOutputSequencer<KafkaOutboundRecord>.Release? {
+        state.withLock { state in
+            state.isRevoked ? nil : state.sequencer.takeReleased()
+        }
+    }
+
+    /// Exactly once: a transaction committed the outputs taken so far and the offset after them.
+    func committed(nextOffset: Int64) {
+        state.withLock { $0.committedNextOffset = nextOffset }
+    }
+
+    /// Exactly once: the offset the last committed transaction committed for this partition.
+    var committedNextOffset: Int64? {
+        state.withLock { $0.committedNextOffset }
+    }
+
+    /// Marks an offset complete: stores the grown committable prefix (at least once), or lets
+    /// the record's outputs be released in their turn (exactly once).
     func complete(_ offset: Int64) {
         state.withLock { state in
-            state.tracker.complete(offset)
-            if let next = state.tracker.committableNextOffset(), !state.isRevoked {
-                store(topicPartition, next)
+            switch completion {
+            case .transactional:
+                state.sequencer.complete(offset)
+            case .storeOffsets(let store):
+                state.tracker.complete(offset)
+                if let next = state.tracker.committableNextOffset(), !state.isRevoked {
+                    store(topicPartition, next)
+                }
             }
         }
     }

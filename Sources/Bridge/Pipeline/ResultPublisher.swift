@@ -13,6 +13,10 @@ protocol ResultSink: Sendable {
 /// Encodes outputs (contract §3–§5) and hands them to the producer's outbox, each holding one
 /// count of its input record's `RequestContext` until the delivery report arrives.
 ///
+/// Exactly once (`kafka.exactly_once`), outputs are not handed to the producer here: each is
+/// buffered with its input record (no hold, no C call) and the ``TransactionCommitter``
+/// produces it in the transaction that commits the record's offset.
+///
 /// Thread-safe and non-blocking: called from the consumer thread and from every event loop
 /// thread, none of which ever calls librdkafka or waits for room in its queue.
 final class ResultPublisher: ResultSink {
@@ -20,6 +24,7 @@ final class ResultPublisher: ResultSink {
     private let resultsTopic: String
     private let invalidTokensTopic: String
     private let deadLetterTopic: String
+    private let transactional: Bool
     private let unacknowledged = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
 
@@ -33,6 +38,7 @@ final class ResultPublisher: ResultSink {
         // librdkafka's default; a configured value was already accepted by librdkafka at start.
         self.maximumRecordBytes = kafka.producer["message.max.bytes"].flatMap { Int($0) } ?? 1_000_000
         self.producer = producer
+        self.transactional = kafka.exactlyOnce
         self.resultsTopic = kafka.resultsTopic
         self.invalidTokensTopic = kafka.invalidTokensTopic
         self.deadLetterTopic = kafka.deadLetterTopic
@@ -55,6 +61,12 @@ final class ResultPublisher: ResultSink {
         if RequestContext.countsAsWork(tag) {
             unacknowledged.subtract(1, ordering: .relaxed)
         }
+    }
+
+    /// Exactly once: `count` buffered outputs left memory (committed, or dropped with their
+    /// revoked partition).
+    func buffered(left count: Int) {
+        unacknowledged.subtract(count, ordering: .relaxed)
     }
 
     /// Publishes one result on the results topic, keyed by the request id.
@@ -117,6 +129,15 @@ final class ResultPublisher: ResultSink {
         context: RequestContext,
         countsAsWork: Bool = true
     ) {
+        if transactional {
+            guard !stopped.load(ordering: .acquiring) else { return }
+            // Counted before the committer can see it (it subtracts it).
+            unacknowledged.add(1, ordering: .relaxed)
+            if !context.buffer(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: 0)) {
+                unacknowledged.subtract(1, ordering: .relaxed)
+            }
+            return
+        }
         context.retain()
         // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
         guard !stopped.load(ordering: .acquiring) else { return }

@@ -1,9 +1,10 @@
+import Foundation
 import FuzzSupport
 import JSON
 
 /// Arbitrary bytes through the strict JSON scanner; what it accepts is walked with the typed
-/// accessors, and the object form with unique members (what APNs answers and JWT headers use)
-/// must agree with it.
+/// accessors, the object form with unique members (what APNs answers and JWT headers use) must
+/// agree with it, and arrays of strings must decode as Foundation's parser decodes them.
 @main
 enum JSONFuzzer {
     static func main() {
@@ -13,10 +14,25 @@ enum JSONFuzzer {
                 return
             }
             walk(document.root, depth: 0)
+            compareStringsWithFoundation(document.root, bytes)
             if JSONScanner.parseObjectWithUniqueMembers(bytes) != nil {
                 precondition(document.root.kind == .object, "parseObjectWithUniqueMembers accepted a non-object")
             }
         }
+    }
+
+    /// A differential check of string decoding (escapes, surrogate pairs, UTF-8): when the
+    /// document is an array of strings that Foundation's parser also reads, both read the same
+    /// strings. Inputs Foundation treats differently are skipped, not compared: it rejects some
+    /// valid ones (e.g. deep nesting), and it drops a U+FEFF that starts a string or follows an
+    /// escape, which the scanner rightly keeps (RFC 8259: inside a string it is a character like
+    /// any other), so strings holding one are not compared.
+    static func compareStringsWithFoundation(_ root: JSONValue, _ bytes: [UInt8]) {
+        let ours = root.elements.map(\.stringValue)
+        guard root.kind == .array, ours.allSatisfy({ $0.map { !$0.unicodeScalars.contains("\u{FEFF}") } ?? false }),
+              let theirs = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]) as? [String]
+        else { return }
+        precondition(ours == theirs.map { Optional($0) }, "strings decoded as \(ours), Foundation reads \(theirs)")
     }
 
     static func walk(_ value: JSONValue, depth: Int) {

@@ -5,9 +5,9 @@ import HTTP2
 import JSON
 
 /// Arbitrary record values through the request decoder (one app and two apps, a small token
-/// limit), then through what follows a decoding: a dead letter is encoded as its record, which
-/// must be valid JSON; a request's payload must be a JSON object and each of its notifications
-/// must build an HTTP/2 request.
+/// limit), then through what follows a decoding: a dead letter is encoded as its record, whole
+/// and cut to fit 512 bytes, which must be valid JSON and fit; a request's payload must be a
+/// JSON object and each of its notifications must build an HTTP/2 request.
 @main
 enum PushRequestFuzzer {
     static let chat = RegisteredApp(name: "chat", bundleID: "com.example.chat", environment: .production)
@@ -23,14 +23,31 @@ enum PushRequestFuzzer {
             for decoder in decoders {
                 switch decoder.decode(value: bytes, source: source) {
                 case .deadLetter(let deadLetter):
-                    var record: [UInt8] = []
-                    ResultRecordEncoder.appendDeadLetter(deadLetter, source: source, original: bytes, to: &record)
-                    precondition((try? JSONScanner.parse(record)) != nil,
-                                 "dead letter is not JSON: \(String(decoding: record, as: UTF8.self))")
+                    check(deadLetter, original: bytes)
                 case .request(let request):
                     check(request)
                 }
             }
+        }
+    }
+
+    /// The record a dead letter becomes is JSON, whole or cut to fit a small `message.max.bytes`;
+    /// a cut one fits (unless even an empty original would not) and says how long the original was.
+    static func check(_ deadLetter: DeadLetter, original: [UInt8]) {
+        for maximumBytes in [Int.max, 512] {
+            var record: [UInt8] = []
+            ResultRecordEncoder.appendDeadLetter(deadLetter, source: source, original: original,
+                                                 maximumBytes: maximumBytes, to: &record)
+            guard let object = try? JSONScanner.parse(record).root else {
+                preconditionFailure("dead letter is not JSON: \(String(decoding: record, as: UTF8.self))")
+            }
+            guard object["original_truncated"]?.boolValue == true else {
+                precondition(record.count <= maximumBytes, "a whole dead letter of \(record.count) bytes exceeds \(maximumBytes)")
+                continue
+            }
+            precondition(object["original_size"]?.int64Value == Int64(original.count), "original_size is wrong")
+            precondition(record.count <= maximumBytes || object["original"]?.stringValue == "",
+                         "a cut dead letter of \(record.count) bytes exceeds \(maximumBytes)")
         }
     }
 

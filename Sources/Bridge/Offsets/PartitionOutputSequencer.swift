@@ -1,0 +1,116 @@
+/// Holds back the outputs of one partition's records until they may join a transaction:
+/// a record's outputs are released once it and every record before it in the partition are
+/// complete, in offset order, together with the offset to commit after them.
+///
+/// This is what makes a transaction's records exactly the outputs of the input records whose
+/// offsets it commits: outputs of a record that completes early wait for the records before it,
+/// so no transaction carries an output whose input offset it does not commit, and a record's
+/// outputs are only released once it is complete (every output it will cause was appended).
+///
+/// Offsets are tracked in consumption order (strictly increasing, gaps allowed) and completed in
+/// any order. Not thread-safe: one owner (``PartitionProgress`` guards it with a lock).
+public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable {
+    struct Entry: Sendable {
+        var offset: Int64
+        var isComplete: Bool
+        var outputs: [Output]
+    }
+
+    /// What a partition hands to the next transaction: outputs in offset order, and the offset
+    /// to commit with them (one past the last released record).
+    public struct Release: Sendable {
+        public var outputs: [Output]
+        public var nextOffset: Int64
+    }
+
+    /// Pending records in offset order; `entries[head...]` are live.
+    private var entries: [Entry] = []
+    private var head = 0
+    private var lastTracked: Int64?
+    /// Outputs appended and not yet released or discarded.
+    public private(set) var bufferedOutputCount = 0
+
+    /// Creates an empty sequencer.
+    public init() {}
+
+    /// Records tracked and not yet released.
+    public var pendingCount: Int { entries.count - head }
+
+    /// Registers a consumed record. Returns false (and ignores it) unless `offset` is above every
+    /// offset tracked before: a record delivered again cannot take over another's entry.
+    @discardableResult
+    public mutating func track(_ offset: Int64) -> Bool {
+        if let lastTracked, offset <= lastTracked { return false }
+        entries.append(Entry(offset: offset, isComplete: false, outputs: []))
+        lastTracked = offset
+        return true
+    }
+
+    /// Buffers one output of a pending, not yet complete record. Returns false (the output is
+    /// not kept) for any other offset.
+    @discardableResult
+    public mutating func append(_ output: Output, to offset: Int64) -> Bool {
+        guard let index = find(offset), !entries[index].isComplete else { return false }
+        entries[index].outputs.append(output)
+        bufferedOutputCount += 1
+        return true
+    }
+
+    /// Marks a pending record complete: it will cause no further output. Returns false for an
+    /// offset that is not pending or already complete.
+    @discardableResult
+    public mutating func complete(_ offset: Int64) -> Bool {
+        guard let index = find(offset), !entries[index].isComplete else { return false }
+        entries[index].isComplete = true
+        return true
+    }
+
+    /// Takes the outputs of the complete prefix (every record up to the first incomplete one),
+    /// in offset order, with the offset to commit after them; nil when that prefix is empty.
+    public mutating func takeReleased() -> Release? {
+        var outputs: [Output] = []
+        var nextOffset: Int64?
+        while head < entries.count, entries[head].isComplete {
+            outputs.append(contentsOf: entries[head].outputs)
+            nextOffset = entries[head].offset + 1
+            entries[head].outputs = []
+            head += 1
+        }
+        compactIfWorthIt()
+        guard let nextOffset else { return nil }
+        bufferedOutputCount -= outputs.count
+        return Release(outputs: outputs, nextOffset: nextOffset)
+    }
+
+    /// Forgets every pending record and buffered output (partition revoked, or the transaction
+    /// that was to carry them aborted for good). Returns how many outputs were dropped.
+    @discardableResult
+    public mutating func discardAll() -> Int {
+        let dropped = bufferedOutputCount
+        entries.removeAll()
+        head = 0
+        lastTracked = nil
+        bufferedOutputCount = 0
+        return dropped
+    }
+
+    /// Index in `entries` of the pending record `offset` (binary search: offsets increase).
+    private func find(_ offset: Int64) -> Int? {
+        var low = head
+        var high = entries.count - 1
+        while low <= high {
+            let middle = (low + high) / 2
+            let value = entries[middle].offset
+            if value == offset { return middle }
+            if value < offset { low = middle + 1 } else { high = middle - 1 }
+        }
+        return nil
+    }
+
+    /// Drops released entries from the front once they are at least half of the storage.
+    private mutating func compactIfWorthIt() {
+        guard head > 0, head >= 64 || head == entries.count, head * 2 >= entries.count else { return }
+        entries.removeFirst(head)
+        head = 0
+    }
+}

@@ -1,0 +1,298 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import HTTP2
+import Kafka
+import Observability
+
+/// Exactly-once mode's one producing thread: it takes each partition's released outputs (see
+/// ``PartitionOutputSequencer``), produces them in one transaction together with the offsets
+/// they complete, and commits.
+///
+/// A transaction therefore carries, per partition, exactly the outputs of the input records
+/// between the previously committed offset and the one it commits. When a transaction fails
+/// with an abortable error it is aborted and the same batch (the outputs of every record after
+/// the last committed offsets, kept in memory until they commit) is produced again in a new
+/// transaction, up to ``Settings/maxAttempts`` times; then, or on a fatal error (fenced by a
+/// newer producer with the same `transactional.id`), the pipeline stops with exit status 1 and
+/// nothing more is committed.
+///
+/// Rebalances: before a revoked (or lost) partition leaves, the consumer thread calls
+/// ``finish(revoking:)``, which runs one more transaction cycle and then drops the partition's
+/// uncommitted outputs on this thread, so no later transaction can carry them; the new owner
+/// starts from the committed offset and produces them again.
+final class TransactionCommitter: @unchecked Sendable {
+    /// When transactions are committed.
+    struct Settings: Sendable {
+        /// A transaction is committed at most this long after outputs were released.
+        var interval: Duration = .milliseconds(100)
+        /// ... or as soon as this many outputs are released.
+        var maxOutputs: Int = 20_000
+        /// Bound on each blocking transaction call.
+        var timeoutMilliseconds: Int32 = 30_000
+        /// Consecutive aborted attempts of one batch before the pipeline gives up.
+        var maxAttempts: Int = 5
+    }
+
+    /// One partition's share of the open batch.
+    private struct Share {
+        let progress: PartitionProgress
+        var outputs: [KafkaOutboundRecord]
+        var nextOffset: Int64
+    }
+
+    private struct Control {
+        var requestedCycles = 0
+        var completedCycles = 0
+        var revocations: [PartitionProgress] = []
+        var stopRequested = false
+        var isRunning = false
+    }
+
+    private let producer: KafkaProducer
+    private let consumer: KafkaConsumer
+    private let publisher: ResultPublisher
+    private let settings: Settings
+    private let partitions: @Sendable () -> [PartitionProgress]
+    private let isFailed: @Sendable () -> Bool
+    private let onFatal: @Sendable (String) -> Void
+    private let logger = Logger(label: "bridge.transactions")
+    private let control = Locked(Control())
+    /// True while no committer thread runs (before `start`, after it ended).
+    private let finished = Locked(true)
+    private let statistics = Locked((transactions: 0, aborted: 0))
+
+    /// The committer thread, for the confinement checks of the members below.
+    private let committerThread = Locked<pthread_t?>(nil)
+
+    // Committer thread only.
+    private var batch: [ObjectIdentifier: Share] = [:]
+    private var failedAttempts = 0
+    private var retryNotBefore: UInt64 = 0
+    private var nextDue: UInt64 = 0
+
+    init(
+        producer: KafkaProducer, consumer: KafkaConsumer, publisher: ResultPublisher, settings: Settings = Settings(),
+        partitions: @escaping @Sendable () -> [PartitionProgress], isFailed: @escaping @Sendable () -> Bool,
+        onFatal: @escaping @Sendable (String) -> Void
+    ) {
+        self.producer = producer
+        self.consumer = consumer
+        self.publisher = publisher
+        self.settings = settings
+        self.partitions = partitions
+        self.isFailed = isFailed
+        self.onFatal = onFatal
+    }
+
+    /// Transactions committed and aborted so far.
+    var transactionCounts: (committed: Int, aborted: Int) {
+        statistics.withLock { ($0.transactions, $0.aborted) }
+    }
+
+    /// Starts the thread: registers the transactional id (fencing older producers with it and
+    /// aborting what they left open), then commits until ``stop()``.
+    func start() throws {
+        control.withLock { $0.isRunning = true }
+        finished.withLock { $0 = false }
+        do {
+            try ThreadStarter.start(name: "kafka-txn", detached: true) { [self] in
+                run()
+            }
+        } catch {
+            control.withLock { $0.isRunning = false }
+            finished.withLock { $0 = true }
+            throw error
+        }
+    }
+
+    /// Runs one more cycle (committing what is released), then drops the uncommitted outputs of
+    /// `revoking` so that no later transaction carries them. Consumer thread (rebalance handler);
+    /// waits for the committer thread, never an event loop.
+    /// - Returns: false when the committer did not answer within the transaction timeout (the
+    ///   pipeline is then failed: nothing more is committed).
+    @discardableResult
+    func finish(revoking: [PartitionProgress]) -> Bool {
+        let ticket = control.withLock { control -> Int? in
+            guard control.isRunning else { return nil }
+            control.requestedCycles += 1
+            control.revocations += revoking
+            return control.requestedCycles
+        }
+        guard let ticket else {
+            for progress in revoking { publisher.buffered(left: progress.revoke()) }
+            return true
+        }
+        let deadline = Timestamp.monotonicNanoseconds() + UInt64(settings.timeoutMilliseconds) * 2_000_000
+        while control.withLock({ $0.completedCycles < ticket && $0.isRunning }) {
+            guard Timestamp.monotonicNanoseconds() < deadline else {
+                onFatal("the transaction committer did not finish within \(settings.timeoutMilliseconds * 2) ms during a rebalance")
+                for progress in revoking { publisher.buffered(left: progress.revoke()) }
+                return false
+            }
+            usleep(1000)  // consumer thread, inside the rebalance callback
+        }
+        return true
+    }
+
+    /// Commits what is released, stops the thread and waits for it. Idempotent.
+    func stop() {
+        control.withLock { $0.stopRequested = true }
+        while !finished.withLock({ $0 }) {
+            usleep(1000)
+        }
+    }
+
+    // MARK: - Committer thread
+
+    private func run() {
+        committerThread.withLock { $0 = pthread_self() }
+        defer {
+            control.withLock { $0.isRunning = false }
+            finished.withLock { $0 = true }
+        }
+        guard initialize() else { return }
+        while true {
+            let (ticket, revoking, stopping) = control.withLock { control in
+                defer { control.revocations.removeAll() }
+                return (control.requestedCycles, control.revocations, control.stopRequested)
+            }
+            let now = Timestamp.monotonicNanoseconds()
+            let requested = ticket > control.withLock({ $0.completedCycles })
+            if requested || stopping || now >= nextDue {
+                nextDue = now + settings.interval.totalNanoseconds
+                // The leaving partitions are no longer listed by `partitions`: their last
+                // releases join this cycle explicitly.
+                cycle(including: revoking)
+            }
+            for progress in revoking {
+                publisher.buffered(left: progress.revoke())
+                if let share = batch.removeValue(forKey: ObjectIdentifier(progress)) {
+                    publisher.buffered(left: share.outputs.count)
+                }
+            }
+            control.withLock { $0.completedCycles = max($0.completedCycles, ticket) }
+            if stopping { return }
+            usleep(1000)  // the committer's own thread: waits for the next interval or request
+        }
+    }
+
+    /// `rd_kafka_init_transactions`, retried while the error is retriable and the pipeline runs.
+    private func initialize() -> Bool {
+        while !isFailed(), !control.withLock({ $0.stopRequested }) {
+            do {
+                try producer.initTransactions(timeoutMilliseconds: settings.timeoutMilliseconds)
+                return true
+            } catch {
+                guard error.isRetriable, !error.isFatal else {
+                    onFatal(describeFatal(error, action: "initialising transactions"))
+                    return false
+                }
+                logger.warning("initialising transactions failed; retrying", metadata: ["error": error.description])
+            }
+        }
+        return false
+    }
+
+    /// Takes what the partitions (and `leaving`) released and commits the batch in one transaction.
+    private func cycle(including leaving: [PartitionProgress] = []) {
+        preconditionOnCommitterThread()
+        guard !isFailed() else { return }
+        for progress in partitions() + leaving {
+            guard let release = progress.takeReleased() else { continue }
+            let key = ObjectIdentifier(progress)
+            if var share = batch[key] {
+                share.outputs += release.outputs
+                share.nextOffset = release.nextOffset
+                batch[key] = share
+            } else {
+                batch[key] = Share(progress: progress, outputs: release.outputs, nextOffset: release.nextOffset)
+            }
+        }
+        guard !batch.isEmpty, Timestamp.monotonicNanoseconds() >= retryNotBefore else { return }
+        let shares = Array(batch.values)
+        let outputCount = shares.reduce(0) { $0 + $1.outputs.count }
+        do {
+            try commit(shares)
+            batch.removeAll(keepingCapacity: true)
+            failedAttempts = 0
+            publisher.buffered(left: outputCount)
+            statistics.withLock { $0.transactions += 1 }
+            for share in shares {
+                share.progress.committed(nextOffset: share.nextOffset)
+            }
+            // The same offsets for the consumer's own commit: redundant where the broker commits
+            // transactional offsets (never past what a committed transaction covers), and what
+            // keeps progress where it does not (librdkafka's mock cluster).
+            try? consumer.storeOffsets(shares.map { ($0.progress.topicPartition, nextOffset: $0.nextOffset) })
+        } catch {
+            handleFailure(error, outputs: outputCount)
+        }
+    }
+
+    private func commit(_ shares: [Share]) throws(KafkaError) {
+        try producer.beginTransaction()
+        for share in shares {
+            for output in share.outputs {
+                do {
+                    try producer.produce(topic: output.topic, key: output.key, value: output.value, headers: output.headers, tag: 0)
+                } catch let error as KafkaError {
+                    throw error
+                } catch {
+                    throw KafkaError(code: KafkaError.Code.invalidArgument, message: "\(error)", transactionRequiresAbort: true)
+                }
+            }
+        }
+        let offsets = shares.map { ($0.progress.topicPartition, nextOffset: $0.nextOffset) }
+        let metadata: KafkaConsumerGroupMetadata
+        do {
+            metadata = try consumer.groupMetadata()
+        } catch let error as KafkaError {
+            throw KafkaError(code: error.code, message: error.message, transactionRequiresAbort: true)
+        } catch {
+            throw KafkaError(code: KafkaError.Code.invalidArgument, message: "\(error)", transactionRequiresAbort: true)
+        }
+        try producer.sendOffsetsToTransaction(offsets, groupMetadata: metadata, timeoutMilliseconds: settings.timeoutMilliseconds)
+        try producer.commitTransaction(timeoutMilliseconds: settings.timeoutMilliseconds)
+    }
+
+    /// Aborts and schedules the batch again, or stops the pipeline when it cannot go on.
+    private func handleFailure(_ error: KafkaError, outputs: Int) {
+        preconditionOnCommitterThread()
+        if error.isFatal || error.isFencing || producer.fatalError != nil {
+            onFatal(describeFatal(producer.fatalError ?? error, action: "committing a transaction"))
+            return
+        }
+        statistics.withLock { $0.aborted += 1 }
+        failedAttempts += 1
+        logger.warning("transaction failed; aborting it and producing its batch again", metadata: [
+            "error": error.description, "bridge.outputs": "\(outputs)", "bridge.attempt": "\(failedAttempts)",
+        ])
+        do {
+            try producer.abortTransaction(timeoutMilliseconds: settings.timeoutMilliseconds)
+        } catch {
+            onFatal(describeFatal(error, action: "aborting a transaction"))
+            return
+        }
+        guard failedAttempts < settings.maxAttempts else {
+            onFatal("a transaction failed \(failedAttempts) times in a row; last error: \(error)")
+            return
+        }
+        let backoff = UInt64(100_000_000) << UInt64(min(failedAttempts - 1, 5))
+        retryNotBefore = Timestamp.monotonicNanoseconds() + backoff
+    }
+
+    /// `batch`, `failedAttempts` and the retry times belong to the committer thread.
+    private func preconditionOnCommitterThread() {
+        precondition(committerThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false },
+                     "TransactionCommitter state used off its thread")
+    }
+
+    private func describeFatal(_ error: KafkaError, action: String) -> String {
+        if error.isFencing {
+            return "this instance was fenced while \(action): another producer uses the same transactional.id "
+                + "(each instance needs its own APNS_BRIDGE_INSTANCE_ID): \(error)"
+        }
+        return "\(action) failed: \(error)"
+    }
+}

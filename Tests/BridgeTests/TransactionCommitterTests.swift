@@ -1,0 +1,129 @@
+import APNs
+import Foundation
+import Kafka
+import Observability
+import Testing
+import TestSupport
+@testable import Bridge
+
+/// The committer against librdkafka's mock cluster, with partitions driven by hand: what it
+/// commits, in which order, and what a revocation leaves for the new owner.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct TransactionCommitterTests {
+    final class Fixture {
+        let cluster: MockKafkaCluster
+        let producer: KafkaProducer
+        let consumer: KafkaConsumer
+        let publisher: ResultPublisher
+        let committer: TransactionCommitter
+        let partitions: Locked<[PartitionProgress]>
+        let fatal = Locked<String?>(nil)
+
+        init() throws {
+            cluster = try MockKafkaCluster(brokers: 1)
+            try cluster.createTopic("apns.requests", partitions: 2)
+            try cluster.createTopic("out", partitions: 1)
+            let settings = KafkaSettings(brokers: cluster.bootstrapServers, groupID: "committer-tests", exactlyOnce: true)
+            producer = try KafkaProducer(
+                bootstrapServers: cluster.bootstrapServers, properties: [:], transactionalID: "committer-tests.one",
+                logger: Logger(label: "test.producer"), deliveryHandler: { _, _ in })
+            consumer = try KafkaConsumer(
+                bootstrapServers: cluster.bootstrapServers, groupID: "committer-tests", topics: [], properties: [:],
+                logger: Logger(label: "test.consumer"))
+            publisher = ResultPublisher(producer: producer, kafka: settings)
+            let partitions = Locked<[PartitionProgress]>([])
+            let fatal = self.fatal
+            self.partitions = partitions
+            committer = TransactionCommitter(
+                producer: producer, consumer: consumer, publisher: publisher,
+                partitions: { partitions.withLock { $0 } }, isFailed: { fatal.withLock { $0 != nil } },
+                onFatal: { reason in fatal.withLock { $0 = $0 ?? reason } })
+            try committer.start()
+        }
+
+        func close() {
+            committer.stop()
+            producer.close()
+            consumer.close()
+            cluster.close()
+        }
+
+        func partition(_ index: Int32) -> PartitionProgress {
+            let progress = PartitionProgress(
+                topicPartition: KafkaTopicPartition(topic: "apns.requests", partition: index), completion: .transactional)
+            partitions.withLock { $0.append(progress) }
+            return progress
+        }
+
+        /// Tracks `offset`, buffers `outputs` outputs named `p<partition>-o<offset>-<i>` with the
+        /// record, and completes it when `complete`.
+        func record(_ progress: PartitionProgress, _ offset: Int64, outputs: Int, complete: Bool = true) -> RequestContext {
+            #expect(progress.track(offset))
+            let context = RequestContext(
+                source: RecordSource(topic: "apns.requests", partition: progress.topicPartition.partition, offset: offset),
+                requestID: "p\(progress.topicPartition.partition)-o\(offset)", app: "chat", environment: .production,
+                startedAtMilliseconds: nil, partition: progress)
+            for index in 0..<outputs {
+                _ = context.buffer(KafkaOutboundRecord(
+                    topic: "out", key: nil, value: Array("\(context.requestID)-\(index)".utf8), headers: [], tag: 0))
+            }
+            if complete { context.release() }
+            return context
+        }
+
+        func committedValues(count: Int) throws -> [String] {
+            try KafkaTopicReader.readAll(
+                bootstrapServers: cluster.bootstrapServers, topic: "out", expectedCount: count, timeoutMilliseconds: 20_000
+            ).map { String(decoding: $0.value ?? [], as: UTF8.self) }
+        }
+    }
+
+    @Test func outputsLeaveInOffsetOrderOnlyOnceEveryEarlierRecordIsComplete() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let p0 = fixture.partition(0)
+        let p1 = fixture.partition(1)
+        let first = fixture.record(p0, 10, outputs: 1, complete: false)
+        _ = fixture.record(p0, 11, outputs: 2)  // complete, but behind an unfinished record
+        // A transaction that took everything released after record 11 completed: none of p0.
+        _ = fixture.record(p1, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { p1.committedNextOffset == 1 })
+        #expect(p0.committedNextOffset == nil)
+        first.release()
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 12 })
+        #expect(try fixture.committedValues(count: 4) == ["p1-o0-0", "p0-o10-0", "p0-o11-0", "p0-o11-1"])
+        #expect(fixture.committer.transactionCounts.committed == 2)
+        #expect(fixture.fatal.withLock { $0 } == nil)
+    }
+
+    @Test func aRevocationCommitsWhatTheLeavingPartitionReleasedAndDropsTheRest() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let p0 = fixture.partition(0)
+        let p1 = fixture.partition(1)
+        _ = fixture.record(p0, 0, outputs: 1)
+        _ = fixture.record(p1, 0, outputs: 1)
+        let released = fixture.record(p1, 1, outputs: 1, complete: false)
+        let unfinished = fixture.record(p1, 2, outputs: 1, complete: false)
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 1 && p1.committedNextOffset == 1 })
+
+        // As the pipeline does: the partition is unlisted first, so only the revocation's own
+        // cycle can commit what it releases from now on.
+        fixture.partitions.withLock { $0.removeAll { $0 === p1 } }
+        released.release()
+        #expect(fixture.committer.finish(revoking: [p1]))
+        #expect(p1.isRevoked)
+        #expect(p1.committedNextOffset == 2)  // the new owner starts at offset 2 and redoes it
+        // Work of the revoked partition finishing late is dropped, never committed.
+        #expect(!unfinished.buffer(KafkaOutboundRecord(topic: "out", key: nil, value: Array("late".utf8), headers: [], tag: 0)))
+        unfinished.release()
+        _ = fixture.record(p0, 1, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 2 })
+        #expect(p1.committedNextOffset == 2)
+
+        let values = try KafkaTopicReader.readToEnd(
+            bootstrapServers: fixture.cluster.bootstrapServers, topic: "out", timeoutMilliseconds: 20_000
+        ).map { String(decoding: $0.value ?? [], as: UTF8.self) }
+        #expect(values.sorted() == ["p0-o0-0", "p0-o1-0", "p1-o0-0", "p1-o1-0"])
+    }
+}
