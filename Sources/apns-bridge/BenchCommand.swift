@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Bridge
+import BridgeLocal
 import Observability
 
 /// `apns-bridge bench`: the bridge end to end on this machine, against the bundled simulator,

@@ -1,5 +1,6 @@
 import APNs
 import Bridge
+import BridgeLocal
 import Foundation
 import HTTP2
 import Kafka

@@ -1,3 +1,4 @@
+import Bridge
 import APNs
 import APNsSimulator
 import Kafka

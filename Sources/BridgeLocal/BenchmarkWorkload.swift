@@ -1,3 +1,4 @@
+import Bridge
 /// The benchmark's requests: every token valid and distinct, every notification deliverable, so
 /// the run measures the happy path (one HTTP/2 stream and one result per token).
 public struct BenchmarkWorkload: Sendable {

@@ -1,3 +1,4 @@
+import Bridge
 import Foundation
 
 /// The figures of one `apns-bridge bench` run.

@@ -1,3 +1,4 @@
+import Bridge
 /// What `apns-bridge bench` runs: the workload's shape and the bridge's and simulator's settings.
 public struct BenchmarkSettings: Sendable, Equatable {
     /// Request records to produce.

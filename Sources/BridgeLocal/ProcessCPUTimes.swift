@@ -1,3 +1,4 @@
+import Bridge
 import Foundation
 
 /// CPU time used by this process: in total (`getrusage`) and by each live thread
