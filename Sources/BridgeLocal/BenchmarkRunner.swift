@@ -17,21 +17,30 @@ public enum BenchmarkRunner {
     public static let groupID = "apns-bridge-bench"
 
     /// Partitions every topic needs so that neither the request topic nor the results topic of
-    /// the mock cluster loses records (see `MockPartitionBudget`).
-    public static func partitionsNeeded(for workload: BenchmarkWorkload) -> Int {
-        max(MockPartitionBudget.partitionsNeeded(records: workload.records.count, bytesPerRecord: workload.largestRequestBytes),
-            MockPartitionBudget.partitionsNeeded(records: workload.expectedResults, bytesPerRecord: workload.estimatedResultBytes))
+    /// the mock cluster loses records (see `MockPartitionBudget`): the peak run, the paced run
+    /// (the same count again) and the warm-up requests.
+    public static func partitionsNeeded(for workload: BenchmarkWorkload, paced: Bool = true, instances: Int = 1) -> Int {
+        let runs = paced ? 2 : 1
+        let extra = warmUpRequestsPerRound * instances * maximumWarmUpRounds
+        return max(
+            MockPartitionBudget.partitionsNeeded(records: workload.records.count * runs + extra, bytesPerRecord: workload.largestRequestBytes),
+            MockPartitionBudget.partitionsNeeded(records: workload.expectedResults * runs + extra, bytesPerRecord: workload.estimatedResultBytes))
     }
+
+    /// Single-token requests per instance in one warm-up round.
+    static let warmUpRequestsPerRound = 100
+    /// Warm-up rounds before giving up on every instance taking part.
+    static let maximumWarmUpRounds = 20
 
     /// Runs every phase and reports the figures. `progress` gets a line per phase and about one
     /// a second while results arrive.
     /// - Throws: `SetupError` when `settings.partitions` is below `partitionsNeeded(for:)`;
-    ///   errors of the environment, Kafka or the pipeline's setup.
+    ///   errors of the environment, Kafka or the bridge processes' start.
     public static func run(settings: BenchmarkSettings, workload: BenchmarkWorkload,
                            progress: @escaping @Sendable (String) -> Void = { _ in }) throws -> BenchmarkReport {
-        let needed = partitionsNeeded(for: workload)
+        let needed = partitionsNeeded(for: workload, paced: settings.runPaced, instances: settings.instances)
         guard settings.partitions >= needed else {
-            throw SetupError(description: "\(workload.expectedResults) results need at least \(needed) partitions: librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition")
+            throw SetupError(description: "this run needs at least \(needed) partitions: librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition")
         }
         let started = Timestamp.monotonicNanoseconds()
         var report = BenchmarkReport(settings: settings)
@@ -53,55 +62,143 @@ public enum BenchmarkRunner {
             }
         }
 
-        progress("producing \(workload.records.count) requests (\(workload.expectedResults) notifications)")
-        var phase = Timestamp.monotonicNanoseconds()
-        try environment.produceRequests(workload.records)
-        report.produceSeconds = seconds(since: phase)
-
         let observer = try KafkaConsumer(
             bootstrapServers: environment.kafka.bootstrapServers,
             groupID: "bench-observer-\(UInt32.random(in: 0...UInt32.max))", topics: [environment.resultsTopic],
-            properties: ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "fetch.max.bytes": "10485760"],
+            properties: ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "fetch.max.bytes": "10485760",
+                         "fetch.wait.max.ms": "10"],
             logger: Logger(label: "bench.observer")
         )
         defer { observer.close() }
-        // The observer joins its group while the bridge joins its own; it reads from the start.
 
-        progress("starting the bridge (\(settings.connections) connection(s), max_in_flight \(settings.maxInFlight), \(settings.exactlyOnce ? "exactly once" : "at least once"))")
-        let configuration = try environment.configuration(
+        progress("starting \(settings.instances) bridge process(es) (`apns-bridge run`: \(settings.connections) connection(s), max_in_flight \(settings.maxInFlight), \(settings.exactlyOnce ? "exactly once" : "at least once"))")
+        let yaml = environment.configurationYAML(
             groupID: groupID, connections: settings.connections, exactlyOnce: settings.exactlyOnce,
-            extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}"
+            extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}\nlog: {level: \(settings.bridgeLogLevel), format: text}"
         )
-        let cpuBefore = ProcessCPUTimes.sample()
-        phase = Timestamp.monotonicNanoseconds()
-        let bridgeStartedAt = Timestamp.nowMilliseconds()
-        let bridge = try BackgroundPipeline(configuration: configuration)
-        let collected = collect(observer: observer, expected: workload.expectedResults, bridge: bridge,
-                                idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
-        let cpuAfter = ProcessCPUTimes.sample()
-        report.startupSeconds = collected.lastTimestamp >= collected.firstTimestamp
-            ? Double(collected.firstTimestamp - bridgeStartedAt) / 1000 : seconds(since: phase)
-        report.windowSeconds = collected.windowSeconds
-        report.observedWindowSeconds = collected.observedWindowSeconds
-        report.processCPUSeconds = cpuAfter.processSeconds - cpuBefore.processSeconds
-        report.threadCPU = cpuAfter.threadGroups(since: cpuBefore)
-        report.maxResidentMegabytes = cpuAfter.maxResidentMegabytes
+        let bridges = try (0..<settings.instances).map { _ in try BridgeProcess(executable: settings.executable, yaml: yaml) }
+        var produced = 0
+        defer { for bridge in bridges where bridge.child.isRunning { _ = bridge.stop(timeoutSeconds: 10) } }
 
-        progress("stopping the bridge")
+        produced += try warmUp(environment: environment, observer: observer, bridges: bridges, settings: settings,
+                               report: &report, progress: progress)
+
+        // The peak run: the whole workload at once, as fast as the bridge takes it.
+        let selfBefore = ProcessCPUTimes.sample()
+        let before = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
+        progress("peak run: producing \(workload.records.count) requests (\(workload.expectedResults) notifications)")
+        var phase = Timestamp.monotonicNanoseconds()
+        try environment.produceRequests(workload.records)
+        produced += workload.records.count
+        report.produceSeconds = seconds(since: phase)
+        let peak = collect(observer: observer, prefix: workload.idPrefix, expected: workload.expectedResults,
+                           bridges: bridges, idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
+        let after = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
+        report.benchmarkProcessCPUSeconds = ProcessCPUTimes.sample().processSeconds - selfBefore.processSeconds
+        report.windowSeconds = peak.windowSeconds
+        report.observedWindowSeconds = peak.observedWindowSeconds
+        report.instances = zip(before, after).map { before, after in
+            BenchmarkReport.Instance(notifications: after.finished - before.finished,
+                                     cpuSeconds: after.cpu.processSeconds - before.cpu.processSeconds,
+                                     threadCPU: after.cpu.threadGroups(since: before.cpu))
+        }
+        check(peak.messages, workload: workload, into: &report)
+
+        if settings.runPaced {
+            let paced = BenchmarkWorkload(requests: workload.records.count, tokensPerRequest: workload.tokensPerRequest,
+                                          seed: 8, idPrefix: "paced")
+            let rate = settings.pacedRate ?? max(report.requestsPerSecond / 2, 1)
+            report.pacedRequestsPerSecond = rate
+            progress("paced run: \(paced.records.count) requests at \(Int(rate)) requests/s")
+            let producer = try PacedProducer(environment: environment, records: paced.records, recordsPerSecond: rate)
+            let collected = collect(observer: observer, prefix: paced.idPrefix, expected: paced.expectedResults,
+                                    bridges: bridges, idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
+            while !producer.isDone { usleep(10_000) }
+            produced += paced.records.count
+            if producer.failureCount > 0 { report.warnings.append("paced run: \(producer.failureCount) request(s) not acknowledged") }
+            try measureAddedLatency(collected, workload: paced, environment: environment, into: &report)
+        }
+
+        progress("stopping the bridge process(es)")
         phase = Timestamp.monotonicNanoseconds()
-        report.pipelineExitCode = bridge.stop()
-        report.fetchPauses = bridge.pipeline.fetchPauseCount
+        let peakMemory = bridges.map { $0.sample().maxResidentMegabytes }
+        let exits = bridges.map { $0.stop() }
         report.stopSeconds = seconds(since: phase)
+        for (index, exit) in exits.enumerated() where index < report.instances.count {
+            report.instances[index].exitCode = exit.status
+            report.instances[index].maxResidentMegabytes = max(exit.maxResidentMegabytes, peakMemory[index])
+            report.instances[index].lifetimeCPUSeconds = exit.cpuSeconds
+            if exit.status != 0 { report.warnings.append("instance \(index + 1) exited \(exit.status): \(bridges[index].logTail)") }
+        }
         report.committedRecords = try environment.committedRequestCount(groupID: groupID)
-        report.producedRecords = workload.records.count
-        check(collected.values, workload: workload, into: &report)
+        report.producedRecords = produced
         report.totalSeconds = seconds(since: started)
         return report
     }
 
-    /// What the observer saw: the result values and when they were produced.
+    /// Produces warm-up rounds until their results are in and, with several instances, every
+    /// instance finished some of them: the group is joined and every connection is up before
+    /// anything is measured.
+    /// - Returns: the requests produced.
+    private static func warmUp(environment: LocalEnvironment, observer: KafkaConsumer, bridges: [BridgeProcess],
+                               settings: BenchmarkSettings, report: inout BenchmarkReport,
+                               progress: @escaping @Sendable (String) -> Void) throws -> Int {
+        let phase = Timestamp.monotonicNanoseconds()
+        var produced = 0
+        for round in 0..<maximumWarmUpRounds {
+            let warmUp = BenchmarkWorkload(requests: warmUpRequestsPerRound * bridges.count, tokensPerRequest: 1,
+                                           seed: 100 + UInt64(round), idPrefix: "warmup\(round)")
+            try environment.produceRequests(warmUp.records)
+            produced += warmUp.records.count
+            _ = collect(observer: observer, prefix: warmUp.idPrefix, expected: warmUp.expectedResults, bridges: bridges,
+                        idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: { _ in })
+            let finished = bridges.map { $0.finishedNotifications() ?? 0 }
+            if finished.allSatisfy({ $0 > 0 }) { break }
+            progress("warm-up round \(round + 1): notifications finished per instance \(finished); waiting for every instance to take part")
+        }
+        report.startupSeconds = seconds(since: phase)
+        progress("warm-up done in \(BenchmarkReport.format(report.startupSeconds, 2)) s (group joined, connections up)")
+        return produced
+    }
+
+    /// The time the bridge adds in the paced run: each result record's Kafka timestamp minus its
+    /// request record's (read back from the request topic by partition and offset).
+    private static func measureAddedLatency(_ collected: Collected, workload: BenchmarkWorkload,
+                                            environment: LocalEnvironment, into report: inout BenchmarkReport) throws {
+        let requests = try KafkaTopicReader.readToEnd(bootstrapServers: environment.kafka.bootstrapServers,
+                                                      topic: environment.requestTopic, timeoutMilliseconds: 60_000)
+        var requestTimestamps: [Int64: Int64] = [:]
+        for message in requests {
+            if let timestamp = message.timestampMilliseconds {
+                requestTimestamps[Int64(message.partition) << 40 | message.offset] = timestamp
+            }
+        }
+        var added: [Double] = []
+        var unmatched = 0
+        for message in collected.messages {
+            guard let value = message.value, let document = try? JSONScanner.parse(value),
+                  let source = document.root["source"], let partition = source["partition"]?.int64Value,
+                  let offset = source["offset"]?.int64Value, let resultTimestamp = message.timestampMilliseconds,
+                  let requestTimestamp = requestTimestamps[partition << 40 | offset] else {
+                unmatched += 1
+                continue
+            }
+            added.append(Double(resultTimestamp - requestTimestamp))
+        }
+        added.sort()
+        report.pacedResults = collected.messages.count
+        report.pacedWindowSeconds = collected.windowSeconds
+        report.addedLatencyP50 = percentile(added, 0.50)
+        report.addedLatencyP99 = percentile(added, 0.99)
+        report.addedLatencyMax = added.last
+        if collected.messages.count != workload.expectedResults || unmatched > 0 {
+            report.mismatches.append("paced run: \(collected.messages.count) of \(workload.expectedResults) results, \(unmatched) without a matching request")
+        }
+    }
+
+    /// What the observer saw of one phase: its result records and when they were produced.
     private struct Collected {
-        var values: [[UInt8]] = []
+        var messages: [KafkaMessage] = []
         var firstTimestamp = Int64.max
         var lastTimestamp = Int64.min
         var firstSeenNanoseconds: UInt64?
@@ -118,20 +215,30 @@ public enum BenchmarkRunner {
         }
     }
 
-    /// Polls the results topic until `expected` results arrived, the bridge stopped, or nothing
-    /// arrived for `idleTimeoutSeconds`. Values are only stored here and parsed after the run,
-    /// so the observer takes as little CPU from the bridge as possible.
-    private static func collect(observer: KafkaConsumer, expected: Int, bridge: BackgroundPipeline,
+    /// Polls the results topic until `expected` results whose key starts with `prefix` arrived,
+    /// a bridge process ended, or nothing arrived for `idleTimeoutSeconds`; others are skipped.
+    /// Values are only stored here and parsed after the run, so the observer takes as little CPU
+    /// from the bridge as possible.
+    private static func collect(observer: KafkaConsumer, prefix: String, expected: Int, bridges: [BridgeProcess],
                                 idleTimeoutSeconds: Double, progress: @Sendable (String) -> Void) -> Collected {
         var collected = Collected()
-        collected.values.reserveCapacity(expected)
+        collected.messages.reserveCapacity(expected)
+        let keyPrefix = Array((prefix + "-").utf8)
         var lastArrival = Timestamp.monotonicNanoseconds()
         var lastProgress = lastArrival
-        while collected.values.count < expected, bridge.exitCode == nil {
+        var lastLivenessCheck = lastArrival
+        while collected.messages.count < expected {
             let now = Timestamp.monotonicNanoseconds()
             guard Double(now - lastArrival) / 1e9 < idleTimeoutSeconds else {
                 progress("no result for \(Int(idleTimeoutSeconds)) s: giving up")
                 break
+            }
+            if now - lastLivenessCheck >= 500_000_000 {
+                lastLivenessCheck = now
+                if !bridges.allSatisfy({ $0.child.isRunning }) {
+                    progress("a bridge process ended: giving up")
+                    break
+                }
             }
             let messages: [KafkaMessage]
             do {
@@ -140,14 +247,12 @@ public enum BenchmarkRunner {
                 progress("observer: \(error)")
                 break
             }
-            if !messages.isEmpty {
+            for message in messages where message.key.map({ $0.starts(with: keyPrefix) }) ?? false {
                 let arrival = Timestamp.monotonicNanoseconds()
                 lastArrival = arrival
                 if collected.firstSeenNanoseconds == nil { collected.firstSeenNanoseconds = arrival }
                 collected.lastSeenNanoseconds = arrival
-            }
-            for message in messages {
-                collected.values.append(message.value ?? [])
+                collected.messages.append(message)
                 if let timestamp = message.timestampMilliseconds {
                     collected.firstTimestamp = min(collected.firstTimestamp, timestamp)
                     collected.lastTimestamp = max(collected.lastTimestamp, timestamp)
@@ -155,7 +260,7 @@ public enum BenchmarkRunner {
             }
             if now - lastProgress >= 1_000_000_000 {
                 lastProgress = now
-                progress("  results \(collected.values.count)/\(expected)")
+                progress("  results \(collected.messages.count)/\(expected)")
             }
         }
         return collected
@@ -163,13 +268,13 @@ public enum BenchmarkRunner {
 
     /// Parses every result (JSONScanner): each expected (request, token) exactly once, delivered;
     /// collects `latency_ms`.
-    private static func check(_ values: [[UInt8]], workload: BenchmarkWorkload, into report: inout BenchmarkReport) {
+    private static func check(_ messages: [KafkaMessage], workload: BenchmarkWorkload, into report: inout BenchmarkReport) {
         var missing = workload.expectedKeys
         var latencies: [Double] = []
-        latencies.reserveCapacity(values.count)
-        report.results = values.count
-        for value in values {
-            guard let document = try? JSONScanner.parse(value),
+        latencies.reserveCapacity(messages.count)
+        report.results = messages.count
+        for message in messages {
+            guard let document = try? JSONScanner.parse(message.value ?? []),
                   let requestID = document.root["request_id"]?.stringValue,
                   let token = document.root["token"]?.stringValue,
                   let outcome = document.root["outcome"]?.stringValue,
