@@ -55,6 +55,7 @@ extension BenchmarkReport {
             ("exactly_once", "\(settings.exactlyOnce)"),
             ("notifications_per_second", Self.format(notificationsPerSecond, 1)),
             ("requests_per_second", Self.format(requestsPerSecond, 1)),
+            ("instance_notifications", list(instances.map { "\($0.notifications)" })),
             ("instance_notifications_per_second", list(instances.map { Self.format(notificationsPerSecond(of: $0), 1) })),
             ("window_seconds", Self.format(windowSeconds, 3)),
             ("warmup_seconds", Self.format(startupSeconds, 3)),

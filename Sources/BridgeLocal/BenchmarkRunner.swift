@@ -119,6 +119,14 @@ public enum BenchmarkRunner {
             try measureAddedLatency(collected, workload: paced, environment: environment, into: &report)
         }
 
+        // Wait until the running instances committed everything (librdkafka commits every 200 ms
+        // here): when instances stop together, the first to leave starts a rebalance and the
+        // mock cluster refuses the others' final commits while it lasts.
+        let commitDeadline = Timestamp.monotonicNanoseconds() + 30_000_000_000
+        while (try? environment.committedRequestCount(groupID: groupID)) ?? 0 < Int64(produced),
+              Timestamp.monotonicNanoseconds() < commitDeadline {
+            usleep(100_000)
+        }
         progress("stopping the bridge process(es)")
         phase = Timestamp.monotonicNanoseconds()
         let peakMemory = bridges.map { $0.sample().maxResidentMegabytes }
