@@ -74,7 +74,8 @@ public enum BenchmarkRunner {
         progress("starting \(settings.instances) bridge process(es) (`apns-bridge run`: \(settings.connections) connection(s), max_in_flight \(settings.maxInFlight), \(settings.exactlyOnce ? "exactly once" : "at least once"))")
         let yaml = environment.configurationYAML(
             groupID: groupID, connections: settings.connections, exactlyOnce: settings.exactlyOnce,
-            extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}\nlog: {level: \(settings.bridgeLogLevel), format: text}"
+            extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}\nlog: {level: \(settings.bridgeLogLevel), format: text}",
+            consumer: settings.consumerProperties
         )
         let bridges = try (0..<settings.instances).map { _ in try BridgeProcess(executable: settings.executable, yaml: yaml) }
         var produced = 0

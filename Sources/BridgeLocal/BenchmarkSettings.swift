@@ -29,6 +29,8 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var pacedRate: Double?
     /// The `apns-bridge` executable started as `apns-bridge run`.
     public var executable: String
+    /// librdkafka consumer properties added to the instances' `kafka.consumer` (e.g. `fetch.wait.max.ms`).
+    public var consumerProperties: [String: String] = [:]
     /// The instances' log level.
     public var bridgeLogLevel: String
 

@@ -12,7 +12,7 @@ enum BenchCommand {
     Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--instances I] [--rate R]
                              [--partitions P] [--connections C] [--max-in-flight M]
                              [--simulator-threads T] [--exactly-once] [--skip-h2load] [--skip-paced]
-                             [--json] [--log-level LEVEL]
+                             [--consumer-property K=V …] [--json] [--log-level LEVEL]
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
                              [--max-in-flight M] [--outage-seconds T]
 
@@ -42,6 +42,7 @@ enum BenchCommand {
       --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
       --skip-paced             do not run the paced run
+      --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable)
       --json                   only the JSON line on standard output (progress and summary on standard error)
       --log-level LEVEL        the instances' log level: trace, debug, info, warning (default) or error
 
@@ -60,7 +61,7 @@ enum BenchCommand {
     static func main(_ arguments: [String]) throws -> Int32 {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
-                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate"],
+                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property"],
             flags: ["help", "skip-h2load", "memory", "exactly-once", "skip-paced", "json"]
         ))
         if options.flag("help") {
@@ -98,6 +99,14 @@ enum BenchCommand {
         )
         guard settings.notifications <= 2_000_000 else {
             throw CommandLineOptions.UsageError(description: "--requests × --tokens-per-request must be at most 2,000,000, got \(settings.notifications)")
+        }
+        for property in options.values("consumer-property") {
+            let parts = property.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
+                  parts.allSatisfy({ $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-" } }) else {
+                throw CommandLineOptions.UsageError(description: "--consumer-property takes KEY=VALUE (a librdkafka consumer property), got '\(property)'")
+            }
+            settings.consumerProperties[parts[0]] = parts[1]
         }
         LoggingSystem.bootstrap(level: .warning, format: .text)
         // With --json only the JSON line goes to standard output.
