@@ -11,7 +11,7 @@ TSAN_BUILD = .build-tsan
 SANITIZER_ENV = LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/lsan.supp:print_suppressions=0 \
 	TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/sanitizers/tsan.supp:halt_on_error=0
 
-.PHONY: setup build release test asan tsan lint run bench fuzz fuzz-build fuzz-ci clean
+.PHONY: setup build release test asan tsan lint run bench bench-scale fuzz fuzz-build fuzz-ci clean
 
 setup:
 	@scripts/setup
@@ -57,6 +57,11 @@ run: setup
 ## Runs the benchmark (release build) against the simulator, with h2load as the reference ceiling.
 bench: release
 	$(BIN_RELEASE) bench
+
+## Scaling out in a run: one, two and three `apns-bridge run` instances in one group against the
+## same simulator and mock cluster (rate per instance and in total; docs/BENCHMARKS.md).
+bench-scale: release
+	@for instances in 1 2 3; do $(BIN_RELEASE) bench --instances $$instances --skip-paced || exit 1; done
 
 ## Fuzzing (docs/FUZZING.md): libFuzzer targets built with -sanitize=fuzzer,address in their own
 ## build directory (the manifest declares them only when APNS_BRIDGE_FUZZ is set). Each runs
