@@ -2,24 +2,25 @@ import HTTP2
 import Observability
 import Synchronization
 
-/// The outcome of one notification as the connection pool saw it: an answer from APNs, or a
-/// transport failure of its stream.
-public enum APNsDeliveryResult: Sendable {
-    /// APNs answered (any status).
-    case response(APNsResponse)
-    /// The stream failed before an answer arrived.
-    case failure(HTTP2StreamFailure)
-    /// Not sent: the notification's `expiration` had passed when its turn came.
-    case expired
+/// Receives what happens to the notifications given to an `APNsClient`.
+///
+/// - Important: called on the pool's event loop thread; implementations must be thread-safe and
+///   must not block.
+public protocol APNsClientDelegate: AnyObject, Sendable {
+    /// Final answer for one notification (after retries): `tag` is the value passed to
+    /// `APNsClient.send`; `result` carries the attempts APNs saw and the last answer.
+    func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult)
+    /// Every answer APNs gave, retried or final. Default: nothing.
+    func apnsClient(_ client: APNsClient, didReceive status: Int, reason: String?, duration: Duration)
+    /// A notification will be sent again. Default: nothing.
+    func apnsClient(_ client: APNsClient, willRetry cause: APNsRetryCause)
 }
 
-/// Receives the final answer for every notification given to an `APNsClient`.
-///
-/// - Important: called on the event loop thread of the connection that carried the notification;
-///   implementations must be thread-safe and must not block.
-public protocol APNsClientDelegate: AnyObject, Sendable {
-    /// One notification is finished: `tag` is the value passed to `APNsClient.send`.
-    func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult)
+extension APNsClientDelegate {
+    /// Nothing.
+    public func apnsClient(_ client: APNsClient, didReceive status: Int, reason: String?, duration: Duration) {}
+    /// Nothing.
+    public func apnsClient(_ client: APNsClient, willRetry cause: APNsRetryCause) {}
 }
 
 /// A notification waiting for a stream, with the caller's tag.
@@ -36,7 +37,8 @@ public struct APNsPendingNotification: Sendable {
     }
 }
 
-/// Where and how an `APNsClient` connects: one app's credentials against one APNs environment.
+/// Where and how an `APNsClient` connects and retries: one app's credentials against one APNs
+/// environment.
 public struct APNsClientConfiguration: Sendable {
     /// Host name or IP literal of the APNs endpoint.
     public var host: String
@@ -44,21 +46,36 @@ public struct APNsClientConfiguration: Sendable {
     public var port: Int
     /// Number of HTTP/2 connections in the pool (at least 1).
     public var connections: Int
-    /// Deadline of one stream; a stream without an answer by then fails with `.timeout`.
+    /// Deadline of one stream; a stream without an answer by then fails with `.timeout` (retried).
     public var requestTimeoutNanoseconds: UInt64
-    /// Delay before reconnecting a lost connection; doubled per failure up to `maxReconnectDelayNanoseconds`.
+    /// First reconnect delay ceiling; doubled per failed connection up to `maxReconnectDelayNanoseconds`.
     public var reconnectDelayNanoseconds: UInt64
     /// Upper bound of the reconnect delay.
     public var maxReconnectDelayNanoseconds: UInt64
+    /// Idle time (no frame received) after which a PING is sent (`apns.ping_interval`).
+    public var pingInterval: Duration
+    /// How long a PING may go unacknowledged before the connection is replaced (`apns.ping_timeout`).
+    public var pingTimeout: Duration
+    /// Requests APNs may see per notification, the first included (`apns.retry.max_attempts`).
+    public var maxAttempts: Int
+    /// First retry backoff ceiling (`apns.retry.initial_backoff`).
+    public var initialBackoff: Duration
+    /// Largest retry backoff ceiling (`apns.retry.max_backoff`).
+    public var maxBackoff: Duration
 
-    /// Creates a configuration with Apple's usual defaults for the timings.
+    /// Creates a configuration with the contract's defaults for the timings.
     public init(
         host: String,
         port: Int,
         connections: Int,
         requestTimeoutNanoseconds: UInt64 = 10_000_000_000,
         reconnectDelayNanoseconds: UInt64 = 100_000_000,
-        maxReconnectDelayNanoseconds: UInt64 = 30_000_000_000
+        maxReconnectDelayNanoseconds: UInt64 = 30_000_000_000,
+        pingInterval: Duration = .seconds(60),
+        pingTimeout: Duration = .seconds(10),
+        maxAttempts: Int = 5,
+        initialBackoff: Duration = .milliseconds(100),
+        maxBackoff: Duration = .seconds(30)
     ) {
         self.host = host
         self.port = port
@@ -66,99 +83,85 @@ public struct APNsClientConfiguration: Sendable {
         self.requestTimeoutNanoseconds = requestTimeoutNanoseconds
         self.reconnectDelayNanoseconds = reconnectDelayNanoseconds
         self.maxReconnectDelayNanoseconds = maxReconnectDelayNanoseconds
+        self.pingInterval = pingInterval
+        self.pingTimeout = pingTimeout
+        self.maxAttempts = max(1, maxAttempts)
+        self.initialBackoff = initialBackoff
+        self.maxBackoff = maxBackoff
     }
 }
 
 /// A pool of HTTP/2 connections to APNs for one app and environment.
 ///
-/// Each connection lives on one event loop of the group (`APNsConnectionSlot`) and keeps its own
-/// queue of notifications waiting for a stream; `send` spreads a batch over the slots with one
-/// hop per slot, so the cost per notification is an array append. Slots obey the peer's
-/// SETTINGS_MAX_CONCURRENT_STREAMS as it changes, re-queue streams the server refused (not
-/// processed), and reconnect with exponential backoff.
+/// The pool and all its connections live on one event loop (the group spreads pools over its
+/// loops): its one queue, routing, in-flight streams, retries and timers are confined to that
+/// thread, so no lock is taken per notification. `send` hands a batch over with one hop.
+/// Work goes to whichever connection is ready and has stream room; a connection that is
+/// connecting, backing off, draining or full holds nothing. See `APNsConnectionPool`.
 public final class APNsClient: Sendable {
     /// The name in logs and metrics, e.g. `chat/production`.
     public let name: String
-    /// The connections (internal for tests).
-    let slots: [APNsConnectionSlot]
-    private let nextSlot = Atomic<Int>(0)
+    /// The pool (internal for tests).
+    let pool: APNsConnectionPool
 
     /// Creates the pool; call `start()` to connect.
     /// - Parameters:
     ///   - tokenProvider: the JWT source for token auth; nil for certificate auth.
+    ///   - clock: the time source of the pool's state machines.
+    ///   - jitter: the randomness of backoffs.
     public init(
         name: String,
         configuration: APNsClientConfiguration,
         tls: TLSClientContext,
         group: EventLoopGroup,
         tokenProvider: APNsTokenProvider?,
-        delegate: APNsClientDelegate
+        delegate: APNsClientDelegate,
+        clock: any APNsClock = APNsSystemClock(),
+        jitter: APNsJitterSource = .system
     ) {
         self.name = name
-        var slots: [APNsConnectionSlot] = []
-        for index in 0..<configuration.connections {
-            slots.append(
-                APNsConnectionSlot(
-                    name: "\(name)#\(index)",
-                    configuration: configuration,
-                    tls: tls,
-                    loop: group.next(),
-                    tokenProvider: tokenProvider
-                )
-            )
-        }
-        self.slots = slots
-        for slot in slots {
-            slot.attach(client: self, delegate: delegate)
-        }
+        self.pool = APNsConnectionPool(
+            name: name, configuration: configuration, tls: tls, loop: group.next(),
+            tokenProvider: tokenProvider, clock: clock, jitter: jitter
+        )
+        pool.attach(client: self, delegate: delegate)
     }
 
     /// Opens every connection of the pool.
     public func start() {
-        for slot in slots {
-            slot.loop.execute { slot.connect() }
-        }
+        let pool = self.pool
+        pool.loop.execute { pool.start() }
     }
 
-    /// Queues notifications for sending; answers arrive at the delegate. Any thread.
+    /// Queues notifications for sending; answers arrive at the delegate. Any thread; one hop to
+    /// the pool's loop per batch.
     public func send(_ batch: [APNsPendingNotification]) {
         guard !batch.isEmpty else { return }
-        let count = slots.count
-        // `outstanding` is counted here, before the hop, so `queuedCount` includes the batch as
-        // soon as `send` returns (the slot decrements it when each notification finishes).
-        if count == 1 || batch.count == 1 {
-            let slot = slots[nextSlot.add(1, ordering: .relaxed).oldValue % count]
-            slot.outstanding.add(batch.count, ordering: .relaxed)
-            slot.loop.execute { slot.enqueue(batch) }
-            return
-        }
-        // Contiguous chunks, one hop per slot; the starting slot rotates between batches.
-        let first = nextSlot.add(1, ordering: .relaxed).oldValue
-        let chunk = (batch.count + count - 1) / count
-        var start = 0
-        var index = 0
-        while start < batch.count {
-            let end = min(start + chunk, batch.count)
-            let part = Array(batch[start..<end])
-            let slot = slots[(first + index) % count]
-            slot.outstanding.add(part.count, ordering: .relaxed)
-            slot.loop.execute { slot.enqueue(part) }
-            start = end
-            index += 1
-        }
+        let pool = self.pool
+        // Counted before the hop, so `queuedCount` includes the batch as soon as `send` returns.
+        pool.outstanding.add(batch.count, ordering: .relaxed)
+        pool.loop.execute { pool.enqueue(batch) }
     }
 
-    /// Closes every connection; queued and in-flight notifications finish with `.connectionLost`,
-    /// and notifications sent afterwards finish the same way at once. Returns when every slot has
-    /// closed. Call it before shutting down the event loop group (a stopped loop never answers).
+    /// Closes every connection; queued, retrying and in-flight notifications finish with
+    /// `.connectionLost`, and notifications sent afterwards finish the same way at once. Returns
+    /// when the pool has closed. Call it before shutting down the event loop group.
     public func shutdown() {
-        for slot in slots {
-            slot.shutdown()
-        }
+        pool.shutdown()
     }
 
-    /// Notifications accepted by `send` and not yet finished, over all connections.
+    /// Notifications accepted by `send` and not yet finished (queued, in flight, or waiting to retry).
     public var queuedCount: Int {
-        slots.reduce(0) { $0 + $1.outstanding.load(ordering: .relaxed) }
+        pool.outstanding.load(ordering: .relaxed)
+    }
+
+    /// How many of the pool's connections are in each state. Any thread.
+    public var connectionStates: [APNsConnectionStateName: Int] {
+        pool.stateCounts.withLock { $0 }
+    }
+
+    /// Whether at least one connection can take streams now (for `/readyz`). Any thread.
+    public var hasReadyConnection: Bool {
+        pool.stateCounts.withLock { ($0[.ready] ?? 0) > 0 }
     }
 }

@@ -4,7 +4,7 @@ public enum APNsResponseClass: Sendable, Equatable {
     case delivered
     /// Final: retrying cannot help. `invalidToken` marks tokens to publish on the invalid-tokens topic.
     case rejected(invalidToken: Bool)
-    /// Transient (429, 500, 503): retry with backoff.
+    /// Transient (429, every 5xx): retry with backoff.
     case retry
     /// 403 ExpiredProviderToken: sign a fresh JWT (`APNsTokenProvider.invalidate`), then retry.
     case refreshTokenAndRetry
@@ -22,7 +22,7 @@ public enum APNsResponseClassifier {
             .rejected(invalidToken: true)
         case (403, .expiredProviderToken?):
             .refreshTokenAndRetry
-        case (429, _), (500, _), (503, _):
+        case (429, _), (500...599, _):
             .retry
         default:
             .rejected(invalidToken: false)

@@ -1,38 +1,40 @@
 import Observability
-import Synchronization
 
-/// Hands out the provider JWT for `authorization: bearer …`: signed once, reused, refreshed when old.
+/// Hands out the provider JWT for `authorization: bearer …`: one per key, shared by every
+/// connection of every pool that uses the key, signed once and refreshed when old.
 ///
-/// Apple asks for a token to be refreshed no less than once an hour and no more than once every
-/// 20 minutes per connection (else 429 `TooManyProviderTokenUpdates`). The default refresh age is
-/// 50 minutes; a configured interval below 20 minutes is raised to 20.
-///
-/// On 403 `ExpiredProviderToken`, call `invalidate(_:)` with the rejected JWT. Chosen rule: the JWT
-/// is replaced only if it is at least 20 minutes old (`minimumRefreshSeconds`). A younger token that
-/// APNs calls expired means our clock is more than 40 minutes behind Apple's; a new token would
-/// carry the same wrong clock and could trip `TooManyProviderTokenUpdates`, so it is kept and
-/// `invalidate` returns false (the caller reports the failure instead of retrying forever).
-///
-/// Thread-safe (`Locked`). Signing happens under the lock, at most once per refresh interval.
-/// Use one provider per connection or pool as Apple's 20-minute rule requires.
+/// The timing rules live in `APNsTokenStateMachine` (refresh at 50 minutes, never sooner than
+/// 20 except right after ExpiredProviderToken). Thread-safe (`Locked`); the lock is taken once
+/// per batch of streams, and signing (ECDSA, about a millisecond's tenth) happens under it at most
+/// once per refresh.
 public final class APNsTokenProvider: Sendable {
-    /// The floor on token age before a new one may be signed: 20 minutes.
-    public static let minimumRefreshSeconds: Int64 = 20 * 60
+    /// The floor on token age before a routine refresh: 20 minutes.
+    public static let minimumRefreshSeconds: Int64 = APNsTokenStateMachine.minimumRefreshSeconds
     /// The default refresh age: 50 minutes.
     public static let defaultRefreshSeconds: Int64 = 50 * 60
 
+    /// A token and its generation (to report ExpiredProviderToken for exactly that token).
+    public struct Authorization: Sendable {
+        /// `bearer <jwt>`.
+        public var headerValue: String
+        /// Which signed token this is.
+        public var generation: UInt64
+    }
+
     private struct State {
-        var jwt: String?
-        var issuedAt: Int64 = 0
-        var isInvalidated = false
+        var machine: APNsTokenStateMachine
+        var invalidTokenLogged = false
     }
 
     private let signer: JWTSigner
     private let clock: @Sendable () -> Int64
-    private let state = Locked(State())
+    private let state: Locked<State>
+
+    /// The key id (the only part of the credentials that may be logged).
+    public var keyID: String { signer.keyID }
 
     /// Age in seconds after which the token is re-signed (never below `minimumRefreshSeconds`).
-    public let refreshIntervalSeconds: Int64
+    public var refreshIntervalSeconds: Int64 { state.withLock { $0.machine.refreshSeconds } }
 
     /// Creates a provider. `clock` returns Unix seconds (injectable for tests).
     public init(
@@ -42,44 +44,62 @@ public final class APNsTokenProvider: Sendable {
     ) {
         self.signer = signer
         self.clock = clock
-        self.refreshIntervalSeconds = max(refreshIntervalSeconds, Self.minimumRefreshSeconds)
+        self.state = Locked(State(machine: APNsTokenStateMachine(refreshSeconds: refreshIntervalSeconds)))
     }
 
-    /// The JWT to send now: the cached one, or a freshly signed one when it is due for refresh.
-    public func currentToken() throws(APNsKeyError) -> String {
+    /// The token to send now and its generation: the cached one, or a freshly signed one.
+    public func authorization() throws(APNsKeyError) -> Authorization {
         let now = clock()
-        return try state.withLock { (state: inout State) throws(APNsKeyError) -> String in
-            if let jwt = state.jwt, !state.isInvalidated, now - state.issuedAt < refreshIntervalSeconds {
-                return jwt
+        return try state.withLock { (state: inout State) throws(APNsKeyError) -> Authorization in
+            if let token = state.machine.usableToken(now: now) {
+                return Authorization(headerValue: "bearer " + token.jwt, generation: token.generation)
             }
             let jwt = try signer.sign(issuedAt: now)
-            state = State(jwt: jwt, issuedAt: now, isInvalidated: false)
-            return jwt
+            state.machine.signed(jwt, now: now)
+            // invariant: `signed` just stored a token.
+            return Authorization(headerValue: "bearer " + jwt, generation: state.machine.current!.generation)
         }
+    }
+
+    /// The JWT to send now.
+    public func currentToken() throws(APNsKeyError) -> String {
+        String(try authorization().headerValue.dropFirst(7))
     }
 
     /// The `authorization` header value: `bearer <jwt>`.
     public func authorizationHeaderValue() throws(APNsKeyError) -> String {
-        "bearer " + (try currentToken())
+        try authorization().headerValue
     }
 
     /// `iat` of the cached token, or nil before the first one is signed.
     public var issuedAt: Int64? {
-        state.withLock { $0.jwt == nil ? nil : $0.issuedAt }
+        state.withLock { $0.machine.current?.issuedAt }
     }
 
-    /// Reports that APNs answered `ExpiredProviderToken` for `jwt` (the token or `bearer <token>`).
-    /// Returns true when the next `currentToken()` will differ from `jwt` (it was replaced already, or
-    /// it is at least 20 minutes old and is now discarded); false when it is kept (see the type's notes).
+    /// APNs answered ExpiredProviderToken to a stream carrying token `generation`. Returns true
+    /// when the next token differs (see `APNsTokenStateMachine`).
+    @discardableResult
+    public func reportExpired(generation: UInt64) -> Bool {
+        let now = clock()
+        return state.withLock { $0.machine.expiredProviderToken(generation: generation, now: now) }
+    }
+
+    /// Reports that APNs answered ExpiredProviderToken for `jwt` (the token or `bearer <token>`).
     @discardableResult
     public func invalidate(_ jwt: String) -> Bool {
         let token = jwt.hasPrefix("bearer ") ? String(jwt.dropFirst(7)) : jwt
         let now = clock()
         return state.withLock { state in
-            guard state.jwt == token, !state.isInvalidated else { return true }
-            guard now - state.issuedAt >= Self.minimumRefreshSeconds else { return false }
-            state.isInvalidated = true
-            return true
+            guard let current = state.machine.current, current.jwt == token else { return true }
+            return state.machine.expiredProviderToken(generation: current.generation, now: now)
+        }
+    }
+
+    /// True the first time only: APNs answered InvalidProviderToken (log it once, with the key id).
+    public func shouldLogInvalidProviderToken() -> Bool {
+        state.withLock { state in
+            defer { state.invalidTokenLogged = true }
+            return !state.invalidTokenLogged
         }
     }
 }

@@ -32,6 +32,8 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
     /// A connection that switches to another provider token sooner than this after its previous
     /// switch is answered 429 TooManyProviderTokenUpdates (the token is not taken).
     public var tokenUpdateMinimumInterval: Duration?
+    /// A hostile or broken answer in place of every 200 (see ``APNsSimulatorHostileAnswer``).
+    public var hostileAnswer: APNsSimulatorHostileAnswer?
 
     /// No faults.
     public init(
@@ -43,7 +45,8 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
         halfOpenAfterStreams: Int? = nil,
         jwtMaximumAge: Duration? = nil,
         initialMaxConcurrentStreams: Int? = nil,
-        tokenUpdateMinimumInterval: Duration? = nil
+        tokenUpdateMinimumInterval: Duration? = nil,
+        hostileAnswer: APNsSimulatorHostileAnswer? = nil
     ) {
         self.latency = latency
         self.goAwayEveryStreams = goAwayEveryStreams
@@ -54,6 +57,7 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
         self.jwtMaximumAge = jwtMaximumAge
         self.initialMaxConcurrentStreams = initialMaxConcurrentStreams
         self.tokenUpdateMinimumInterval = tokenUpdateMinimumInterval
+        self.hostileAnswer = hostileAnswer
     }
 
     /// The statuses `failureRates` may name, with the reason Apple sends for each.
@@ -83,7 +87,7 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
                                  ("token-update-interval", tokenUpdateMinimumInterval)] {
             if let duration, duration < .zero { return "\(name) must not be negative" }
         }
-        return nil
+        return hostileAnswer?.problem
     }
 
     /// The injected failure for one stream, given a uniform random `draw` in 0..<1: walks the

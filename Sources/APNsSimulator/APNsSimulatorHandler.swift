@@ -87,6 +87,14 @@ final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unch
             answer = APNsSimulatorAnswer(status: failure.status, headers: answer.headers,
                                          body: APNsSimulatorRules.errorBody(failure.reason), reason: failure.reason)
         }
+        if answer.status == 200, let hostile = faults.hostileAnswer {
+            switch hostile {
+            case .pingFlood(let count): connection.sendPings(count)
+            case .settingsFlood(let count): connection.sendSettings(count)
+            default: break
+            }
+            answer = hostile.answer(replacing: answer.headers)
+        }
         send(answer, responder: responder, after: faults.latency)
     }
 
@@ -124,5 +132,13 @@ final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unch
 
     func serverConnectionDidReceivePing(_ connection: HTTP2ServerConnection) {
         statistics.withLock { $0.pingsAnswered += 1 }
+    }
+
+    func serverConnectionDidReceivePingAcknowledgement(_ connection: HTTP2ServerConnection) {
+        statistics.withLock { $0.pingAcknowledgementsReceived += 1 }
+    }
+
+    func serverConnectionDidReceiveSettingsAcknowledgement(_ connection: HTTP2ServerConnection) {
+        statistics.withLock { $0.settingsAcknowledgementsReceived += 1 }
     }
 }

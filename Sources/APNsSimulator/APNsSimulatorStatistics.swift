@@ -19,6 +19,10 @@ public struct APNsSimulatorStatistics: Sendable, Equatable {
     public var connectionsHalfOpened = 0
     /// Streams left unanswered by the `stallRate` fault.
     public var streamsStalled = 0
+    /// PING acknowledgements the clients sent (answers to the simulator's own PINGs).
+    public var pingAcknowledgementsReceived = 0
+    /// SETTINGS acknowledgements the clients sent (the initial SETTINGS included).
+    public var settingsAcknowledgementsReceived = 0
 
     /// Nothing seen yet.
     public init() {}

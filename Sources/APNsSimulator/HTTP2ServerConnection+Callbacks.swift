@@ -67,8 +67,11 @@ func serverOnFrame(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_fra
     if (type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue),
        header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
         serverConnection(userData).dispatch(streamID: header.stream_id)
-    } else if type == NGHTTP2_PING.rawValue, header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
-        serverConnection(userData).pingReceived()   // nghttp2 queues the ACK itself
+    } else if type == NGHTTP2_PING.rawValue {
+        let acknowledgement = header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
+        serverConnection(userData).pingReceived(acknowledgement: acknowledgement)   // nghttp2 acknowledges PINGs itself
+    } else if type == NGHTTP2_SETTINGS.rawValue, header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+        serverConnection(userData).settingsAcknowledged()
     }
     return 0
 }

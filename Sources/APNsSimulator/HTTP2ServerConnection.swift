@@ -24,8 +24,10 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     static let maxRequestBodyBytes = 1 << 20
 
     let loop: EventLoop
-    let handler: HTTP2ServerHandler
-    private let observer: HTTP2ServerObserver?
+    /// Released when the connection closes: a handler that keeps responders (which hold the
+    /// connection) would otherwise form a cycle with it.
+    private var handler: HTTP2ServerHandler?
+    private var observer: HTTP2ServerObserver?
     private weak var server: HTTP2Server?
     private var maxConcurrentStreams: Int
     /// False while the connection announces the server's initial limit (see
@@ -155,9 +157,37 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         observer?.serverConnection(self, didOpenStreamWithOpenCount: streams.count)
     }
 
-    /// A PING arrived (nghttp2 answers it). Loop thread.
-    func pingReceived() {
-        observer?.serverConnectionDidReceivePing(self)
+    /// A PING arrived (nghttp2 answers it), or the acknowledgement of one of ours. Loop thread.
+    func pingReceived(acknowledgement: Bool) {
+        if acknowledgement {
+            observer?.serverConnectionDidReceivePingAcknowledgement(self)
+        } else {
+            observer?.serverConnectionDidReceivePing(self)
+        }
+    }
+
+    /// The client acknowledged a SETTINGS frame. Loop thread.
+    func settingsAcknowledged() {
+        observer?.serverConnectionDidReceiveSettingsAcknowledgement(self)
+    }
+
+    /// Queues `count` PING frames (a flood, for hostile-peer tests). Loop thread.
+    func sendPings(_ count: Int) {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard let session, let connection else { return }
+        for _ in 0..<count { _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) }
+        connection.scheduleFlush()
+    }
+
+    /// Queues `count` SETTINGS frames repeating the current limit (a flood). Loop thread.
+    func sendSettings(_ count: Int) {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard let session, let connection else { return }
+        let value = UInt32(clamping: maxConcurrentStreams)
+        for _ in 0..<count {
+            guard (try? HTTP2Session.submitSettings(session, [(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, value)])) != nil else { break }
+        }
+        connection.scheduleFlush()
     }
 
     /// Hands a complete request to the handler.
@@ -171,7 +201,7 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         streams.values[index].headers = []  // the request now holds the only reference
         streams.values[index].body = []
         requestsReceived += 1
-        handler.handle(request, responder: HTTP2Responder(connection: self, streamID: streamID))
+        handler?.handle(request, responder: HTTP2Responder(connection: self, streamID: streamID))
     }
 }
 
@@ -197,6 +227,8 @@ extension HTTP2ServerConnection: TLSConnectionOwner {
         }
         streams = [:]
         handlerState = nil
+        handler = nil
+        observer = nil
         server?.connectionDidClose(self)
     }
 }

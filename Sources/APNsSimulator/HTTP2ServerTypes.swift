@@ -61,4 +61,8 @@ protocol HTTP2ServerObserver: AnyObject {
     func serverConnection(_ connection: HTTP2ServerConnection, didOpenStreamWithOpenCount openCount: Int)
     /// A PING arrived; nghttp2 acknowledges it.
     func serverConnectionDidReceivePing(_ connection: HTTP2ServerConnection)
+    /// The client acknowledged one of the server's PINGs.
+    func serverConnectionDidReceivePingAcknowledgement(_ connection: HTTP2ServerConnection)
+    /// The client acknowledged one of the server's SETTINGS.
+    func serverConnectionDidReceiveSettingsAcknowledgement(_ connection: HTTP2ServerConnection)
 }

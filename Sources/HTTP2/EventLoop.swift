@@ -102,10 +102,11 @@ public final class EventLoop: @unchecked Sendable {
         threadID.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
-    /// Traps when called off this loop's thread: the check every loop-only method starts with.
+    /// Stops the process when called off the loop thread: the first line of every loop-only
+    /// method, so a thread-confinement mistake fails loudly instead of racing silently.
     @inline(__always)
     public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {
-        precondition(inEventLoop, "must run on event loop \(name)", file: file, line: line)  // invariant: thread confinement
+        precondition(inEventLoop, "called off the event loop thread of \(name)", file: file, line: line)
     }
 
     /// Runs `task` on the loop thread, after the tasks submitted before it (FIFO). Any thread.

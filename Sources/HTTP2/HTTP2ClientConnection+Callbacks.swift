@@ -95,24 +95,30 @@ extension HTTP2ClientConnection {
             }
             return
         }
+        // Bounded: a peer sending endless headers cannot grow memory (`maxResponseHeader…`).
+        let size = name.count + value.count
+        guard streams.values[index].headers.count < Self.maxResponseHeaderFields,
+              streams.values[index].headerBytes + size <= Self.maxResponseHeaderBytes else { return }
+        streams.values[index].headerBytes += size
         streams.values[index].headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
     }
 
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
         guard let index = streams.index(forKey: streamID) else { return }
-        if streams.values[index].responseBody.count + data.count > Self.maxResponseBodyBytes {
-            if let session {
-                _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
-                                              NGHTTP2_INTERNAL_ERROR.rawValue)
-            }
-            return
-        }
-        streams.values[index].responseBody.append(contentsOf: data)
+        // Bounded: only the first `maxResponseBodyBytes` are kept, the rest is discarded.
+        let room = maxResponseBodyBytes - streams.values[index].responseBody.count
+        guard room > 0 else { return }
+        streams.values[index].responseBody.append(contentsOf: data.prefix(room))
     }
 
     func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         let header = frame.pointee.hd
+        lastFrameReceivedNanoseconds = monotonicNanoseconds()
         switch UInt32(header.type) {
+        case NGHTTP2_PING.rawValue:
+            if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+                delegate?.connectionDidReceivePingAcknowledgement(self)
+            }
         case NGHTTP2_SETTINGS.rawValue:
             guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0, let session else { return }
             let value = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
@@ -121,6 +127,7 @@ extension HTTP2ClientConnection {
             goAwayLastStreamID = frame.pointee.goaway.last_stream_id
             goAwayErrorCode = frame.pointee.goaway.error_code
             if state == .ready || state == .waitingForSettings { state = .goingAway }
+            delegate?.connectionDidReceiveGoAway(self)
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
             if header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
                let index = streams.index(forKey: header.stream_id) {

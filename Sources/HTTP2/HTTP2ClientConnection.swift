@@ -25,12 +25,17 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         var requestBodyOffset = 0
         var status = 0
         var headers: [(name: String, value: String)] = []
+        var headerBytes = 0
         var responseBody: [UInt8] = []
         var responseComplete = false
     }
 
-    /// The cap on a response body; a larger one resets the stream.
-    static let maxResponseBodyBytes = 1 << 20
+    /// The default cap on what is kept of a response body (see `maxResponseBodyBytes`).
+    public static let defaultMaxResponseBodyBytes = 1 << 20
+    /// The cap on response header fields kept per stream (APNs sends a handful); more are dropped.
+    static let maxResponseHeaderFields = 32
+    /// The cap on the bytes of response header names and values kept per stream.
+    static let maxResponseHeaderBytes = 8 * 1024
     /// How long connecting, the TLS handshake and the first SETTINGS may take.
     static let connectTimeoutNanoseconds: UInt64 = 10_000_000_000
 
@@ -42,6 +47,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public let loop: EventLoop
     let tlsContext: TLSClientContext
     let streamTimeoutNanoseconds: UInt64
+    /// What is kept of each response body: the first bytes up to this cap; the rest is
+    /// discarded (the answer still completes). Memory per stream stays bounded.
+    let maxResponseBodyBytes: Int
     let authority: String
     let logger = Logger(label: "http2.client")
 
@@ -60,12 +68,18 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var sweepTimer: EventLoopTimer?
     private var expiredScratch: [Int32] = []
     var peerMaxConcurrentStreams = 100
+    /// When the last frame arrived (monotonic nanoseconds): any frame proves the peer alive.
+    public internal(set) var lastFrameReceivedNanoseconds: UInt64 = 0
 
     /// Creates an idle connection; `start()` connects.
     ///
-    /// - Parameter streamTimeoutNanoseconds: the deadline of each stream, from `submit`.
+    /// - Parameters:
+    ///   - streamTimeoutNanoseconds: the deadline of each stream, from `submit`.
+    ///   - maxResponseBodyBytes: the cap on what is kept of each response body.
     public init(host: String, port: Int, tls: TLSClientContext, loop: EventLoop,
-                delegate: HTTP2ClientConnectionDelegate, streamTimeoutNanoseconds: UInt64) {
+                delegate: HTTP2ClientConnectionDelegate, streamTimeoutNanoseconds: UInt64,
+                maxResponseBodyBytes: Int = HTTP2ClientConnection.defaultMaxResponseBodyBytes) {
+        self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
         self.host = host
         self.port = port
         self.tlsContext = tls
@@ -89,6 +103,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive).
     public var maxConcurrentStreams: Int { peerMaxConcurrentStreams }
+
+    /// Whether the server sent GOAWAY.
+    public var receivedGoAway: Bool { goAwayErrorCode != nil }
 
     /// Whether new streams may start: false before the connection is ready, after a GOAWAY, and
     /// once the connection's stream ids are used up (2^31 - 1 of them; then it must be replaced).

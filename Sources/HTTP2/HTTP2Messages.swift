@@ -61,4 +61,16 @@ public protocol HTTP2ClientConnectionDelegate: AnyObject {
     func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int)
     /// The connection closed, after every open stream was finished. The last call.
     func connectionDidClose(_ connection: HTTP2ClientConnection, reason: String)
+    /// The server acknowledged a PING. Default: nothing.
+    func connectionDidReceivePingAcknowledgement(_ connection: HTTP2ClientConnection)
+    /// The server sent GOAWAY: no new streams; streams above its last-stream-id finish `.refused`.
+    /// Default: nothing.
+    func connectionDidReceiveGoAway(_ connection: HTTP2ClientConnection)
+}
+
+extension HTTP2ClientConnectionDelegate {
+    /// Nothing.
+    public func connectionDidReceivePingAcknowledgement(_ connection: HTTP2ClientConnection) {}
+    /// Nothing.
+    public func connectionDidReceiveGoAway(_ connection: HTTP2ClientConnection) {}
 }

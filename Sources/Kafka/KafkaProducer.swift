@@ -12,8 +12,10 @@ import Synchronization
 /// an outbox and returns; one publisher thread alone hands the records to librdkafka and serves
 /// the delivery reports. ``produce(topic:key:value:headers:tag:)`` is the synchronous form for
 /// tools and tests. `deliveryHandler` is called exactly once per record taken (also for records
-/// purged or left unproduced at ``close()``, and records librdkafka refused, with an error), on
-/// the publisher thread, so it must be quick and thread-safe.
+/// purged or left unproduced at ``close()``, and records librdkafka refused, with an error):
+/// on the publisher thread, except for records still unproduced at ``close()`` (on the closing
+/// thread) and records enqueued after it (on the enqueuing thread). It must be quick,
+/// thread-safe and must not block.
 public final class KafkaProducer: @unchecked Sendable {
     private struct State {
         var isOpen = true

@@ -102,6 +102,16 @@ public final class MockKafkaCluster: @unchecked Sendable {
         }
     }
 
+    /// Makes the next `errors.count` requests with `apiKey` that broker `id` receives fail with
+    /// these error codes, in order; other brokers answer normally.
+    public func pushBrokerRequestErrors(broker id: Int32, apiKey: Int16, errors: [Int32]) {
+        for error in errors {
+            _ = try? withCluster {
+                apnsb_rd_kafka_mock_broker_push_request_error($0, id, apiKey, rd_kafka_resp_err_t(rawValue: error))
+            }
+        }
+    }
+
     /// Stops the brokers. Idempotent; clients still connected see their connections fail.
     public func close() {
         let wasOpen = isClosed.withLock { isClosed -> Bool in

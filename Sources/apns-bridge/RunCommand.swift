@@ -25,11 +25,21 @@ enum RunCommand {
         }
         // The configuration as loaded holds the passphrases: it lives only until the pipeline has
         // loaded the credentials, which keeps the configuration without them.
-        let pipeline = try BridgePipeline(configuration: CommandLineInterface.loadConfiguration(options))
-        let configuration = pipeline.configuration
-        let statusServer = try BridgeStatusServer(
-            pipeline: pipeline, host: configuration.http.host, port: configuration.http.port)
+        // The status listener is bound before any Kafka client exists, so an unusable http.listen
+        // stops the process before it could join the consumer group.
+        let (statusServer, pipeline) = try { () throws -> (BridgeStatusServer, BridgePipeline) in
+            let loaded = try CommandLineInterface.loadConfiguration(options)
+            let server = try BridgeStatusServer(host: loaded.http.host, port: loaded.http.port)
+            do {
+                return (server, try BridgePipeline(configuration: loaded))
+            } catch {
+                server.close()
+                throw error
+            }
+        }()
         defer { statusServer.close() }
+        statusServer.attach(pipeline)
+        let configuration = pipeline.configuration
         let logger = Logger(label: "apns-bridge")
         let (timeoutSeconds, timeoutAttoseconds) = configuration.shutdownTimeout.components
         let graceSeconds = Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5

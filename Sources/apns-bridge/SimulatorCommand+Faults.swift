@@ -5,7 +5,7 @@ extension SimulatorCommand {
     /// The fault options `apns-bridge simulator` accepts (see `help`).
     static let faultOptions: Set<String> = [
         "latency", "goaway-every", "drop-every", "fail", "stall", "half-open-after", "jwt-max-age",
-        "initial-streams", "token-update-interval",
+        "initial-streams", "token-update-interval", "hostile",
     ]
 
     static let faultHelp = """
@@ -26,6 +26,10 @@ extension SimulatorCommand {
       --token-update-interval D
                            answer 429 TooManyProviderTokenUpdates when a connection switches
                            to another token sooner than D after its previous switch
+      --hostile MODE       instead of every 200, an answer APNs never sends: unknown-reason,
+                           non-json (500 HTML), huge-body:BYTES (400), body-on-200,
+                           oversized-header:BYTES, ping-flood:N or settings-flood:N (N frames
+                           before each answer)
       --client-ca FILE     require a client certificate issued by this CA (certificate auth):
                            requests without a token are accepted for the certificate's bundle id
                            (subject UID, else CN without "Apple Push Services: ") and its
@@ -56,6 +60,13 @@ extension SimulatorCommand {
         if let text = options.value("jwt-max-age") { faults.jwtMaximumAge = try duration(text, option: "jwt-max-age") }
         if let text = options.value("token-update-interval") {
             faults.tokenUpdateMinimumInterval = try duration(text, option: "token-update-interval")
+        }
+        if let text = options.value("hostile") {
+            guard let mode = APNsSimulatorHostileAnswer(argument: text) else {
+                throw CommandLineOptions.UsageError(
+                    description: "--hostile must be \(APNsSimulatorHostileAnswer.argumentSyntax), got '\(text)'")
+            }
+            faults.hostileAnswer = mode
         }
         if let problem = faults.problem { throw CommandLineOptions.UsageError(description: "simulator faults: \(problem)") }
         return faults

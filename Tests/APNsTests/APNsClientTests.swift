@@ -101,12 +101,15 @@ private struct ClientEnvironment {
 
     func makeClient(
         port: Int, connections: Int, delegate: APNsClientDelegate,
-        requestTimeoutNanoseconds: UInt64 = 10_000_000_000
+        requestTimeoutNanoseconds: UInt64 = 10_000_000_000, maxAttempts: Int = 5,
+        pingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10)
     ) -> APNsClient {
         let configuration = APNsClientConfiguration(
             host: "127.0.0.1", port: port, connections: connections,
             requestTimeoutNanoseconds: requestTimeoutNanoseconds,
-            reconnectDelayNanoseconds: 10_000_000, maxReconnectDelayNanoseconds: 50_000_000)
+            reconnectDelayNanoseconds: 10_000_000, maxReconnectDelayNanoseconds: 50_000_000,
+            pingInterval: pingInterval, pingTimeout: pingTimeout,
+            maxAttempts: maxAttempts, initialBackoff: .milliseconds(10), maxBackoff: .milliseconds(100))
         return APNsClient(name: "test/sandbox", configuration: configuration, tls: tls, group: group,
                           tokenProvider: tokenProvider, delegate: delegate)
     }
@@ -178,7 +181,7 @@ private func batch(_ range: Range<Int>) -> [APNsPendingNotification] {
 
 /// The status of a single `.response`, or nil.
 private func status(_ deliveries: [DeliveryRecorder.Delivery]?) -> Int? {
-    guard let deliveries, deliveries.count == 1, case .response(let response) = deliveries[0].result else { return nil }
+    guard let deliveries, deliveries.count == 1, case .response(let response) = deliveries[0].result.outcome else { return nil }
     return response.status
 }
 
@@ -188,7 +191,7 @@ private func expectDelivered(_ recorder: DeliveryRecorder, _ range: Range<Int>) 
     var wrong = 0
     for index in range {
         guard let deliveries = snapshot[UInt64(index)], deliveries.count == 1,
-              case .response(let response) = deliveries[0].result, response.status == 200,
+              case .response(let response) = deliveries[0].result.outcome, response.status == 200,
               response.apnsID == apnsID(index), deliveries[0].token == deviceToken(index) else {
             wrong += 1
             continue
@@ -197,22 +200,14 @@ private func expectDelivered(_ recorder: DeliveryRecorder, _ range: Range<Int>) 
     #expect(wrong == 0, "\(wrong) of \(range.count) notifications not answered exactly once with their 200")
 }
 
-/// Whether any slot of `client` has a ready connection, read on each slot's loop.
+/// Whether any connection of `client` is ready.
 private func anySlotConnected(_ client: APNsClient) async -> Bool {
-    for slot in client.slots {
-        let connected = await withCheckedContinuation { continuation in
-            slot.loop.execute { continuation.resume(returning: slot.isConnected) }
-        }
-        if connected { return true }
-    }
-    return false
+    client.hasReadyConnection
 }
 
-/// The most streams a slot ever had open at once, read on its loop.
-private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
-    await withCheckedContinuation { continuation in
-        slot.loop.execute { continuation.resume(returning: slot.peakActiveStreams) }
-    }
+/// The most streams a connection of the pool ever had open at once, read on its loop.
+private func peakActiveStreams(_ client: APNsClient) async -> Int {
+    await onPoolLoop(client) { client.pool.members.map(\.peakActiveStreams).max() ?? 0 }
 }
 
 @Suite struct APNsClientTests {
@@ -269,7 +264,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
             let deliveries = try #require(snapshot[UInt64(index)])
             try #require(deliveries.count == 1)
             #expect(deliveries[0].token == token)
-            guard case .response(let response) = deliveries[0].result else {
+            guard case .response(let response) = deliveries[0].result.outcome else {
                 Issue.record("tag \(index): no response")
                 continue
             }
@@ -304,7 +299,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         client.send(batch(0..<300))
         #expect(await eventually { recorder.callCount >= 300 })
         expectDelivered(recorder, 0..<300)
-        let peak = await peakActiveStreams(client.slots[0])
+        let peak = await peakActiveStreams(client)
         #expect(peak >= 1 && peak <= 3)
 
         // Lowered at runtime: the connection keeps working under the new limit.
@@ -372,7 +367,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         // After shutdown, new notifications fail at once.
         client.send(batch(40..<41))
         #expect(await eventually { recorder.callCount >= 41 })
-        guard case .failure(.connectionLost)? = recorder.snapshot[40]?.first?.result else {
+        guard case .failure(.connectionLost)? = recorder.snapshot[40]?.first?.result.outcome else {
             Issue.record("a notification sent after shutdown did not fail")
             return
         }
@@ -423,7 +418,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         let snapshot = delegate.recorder.snapshot
         #expect(snapshot.count == 6 && snapshot.values.allSatisfy { $0.count == 1 })
         let failures = snapshot.values.filter {
-            if case .failure = $0[0].result { return true }
+            if case .failure = $0[0].result.outcome { return true }
             return false
         }
         #expect(failures.count == 6)
@@ -432,7 +427,7 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func reportsATimeoutWhenTheServerNeverAnswers() async throws {
+    func retriesATimedOutStreamThenReportsTheTimeoutWithItsAttempts() async throws {
         let environment = try ClientEnvironment()
         defer { environment.tearDown() }
         let silent = try environment.startSilentServer(maxConcurrentStreams: 100)
@@ -440,13 +435,15 @@ private func peakActiveStreams(_ slot: APNsConnectionSlot) async -> Int {
         let (server, handler) = (silent.server, silent.handler)
         let recorder = DeliveryRecorder()
         let client = environment.makeClient(port: server.port, connections: 1, delegate: recorder,
-                                            requestTimeoutNanoseconds: 150_000_000)
+                                            requestTimeoutNanoseconds: 150_000_000, maxAttempts: 2)
         defer { client.shutdown() }
         client.start()
         client.send(batch(0..<3))
-        #expect(await eventually { handler.receivedCount == 3 && recorder.callCount >= 3 })
+        // Each stream times out, is sent once more, times out again: two requests each.
+        #expect(await eventually { handler.receivedCount == 6 && recorder.callCount >= 3 })
 
         try expectEachFinishedOnce(recorder, tags: 0..<3) { if case .failure(.timeout) = $0 { true } else { false } }
+        #expect(recorder.snapshot.values.allSatisfy { $0[0].result.attempts == 2 })
         #expect(client.queuedCount == 0)
     }
 }
@@ -467,14 +464,13 @@ struct APNsClientStreamIDTests {
         #expect(await eventually { recorder.callCount >= 1 })
 
         // Leave the connection two stream ids (the largest odd ids), then send five more.
-        let slot = client.slots[0]
-        let first = try #require(await onSlotLoop(slot) { slot.connection })
-        #expect(await onSlotLoop(slot) { first.setNextStreamIDForTesting(2_147_483_645) })
+        let first = try #require(await onPoolLoop(client) { client.pool.members[0].connection })
+        #expect(await onPoolLoop(client) { first.setNextStreamIDForTesting(2_147_483_645) })
         client.send(batch(1..<6))
 
         #expect(await eventually { recorder.callCount >= 6 })
         try expectEachFinishedOnce(recorder, tags: 0..<6) { if case .response(let response) = $0 { response.status == 200 } else { false } }
-        let current = await onSlotLoop(slot) { slot.connection }
+        let current = await onPoolLoop(client) { client.pool.members[0].connection }
         #expect(current !== first, "the spent connection was not replaced")
     }
 }
@@ -482,19 +478,19 @@ struct APNsClientStreamIDTests {
 /// Each tag finished exactly once, with a result that `matches`.
 private func expectEachFinishedOnce(
     _ recorder: DeliveryRecorder, tags: Range<Int>, sourceLocation: SourceLocation = #_sourceLocation,
-    _ matches: (APNsDeliveryResult) -> Bool
+    _ matches: (APNsDeliveryResult.Outcome) -> Bool
 ) throws {
     let snapshot = recorder.snapshot
     for tag in tags {
         let deliveries = try #require(snapshot[UInt64(tag)], sourceLocation: sourceLocation)
         try #require(deliveries.count == 1, sourceLocation: sourceLocation)
-        #expect(matches(deliveries[0].result), "tag \(tag): \(deliveries[0].result)", sourceLocation: sourceLocation)
+        #expect(matches(deliveries[0].result.outcome), "tag \(tag): \(deliveries[0].result)", sourceLocation: sourceLocation)
     }
 }
 
-/// Runs `body` on the slot's loop and returns its value.
-private func onSlotLoop<T: Sendable>(_ slot: APNsConnectionSlot, _ body: @escaping @Sendable () -> T) async -> T {
+/// Runs `body` on the pool's loop and returns its value.
+func onPoolLoop<T: Sendable>(_ client: APNsClient, _ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
-        slot.loop.execute { continuation.resume(returning: body()) }
+        client.pool.loop.execute { continuation.resume(returning: body()) }
     }
 }

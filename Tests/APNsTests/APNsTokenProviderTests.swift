@@ -34,18 +34,33 @@ import Testing
         #expect(try provider.currentToken() != first)
     }
 
-    @Test func invalidateReplacesOnlyTokensAtLeastTwentyMinutesOld() throws {
+    @Test func expiredProviderTokenForcesOneFreshTokenThenTheTwentyMinuteFloorHolds() throws {
         let (provider, clock) = try makeProvider()
-        let first = try provider.currentToken()
-        clock.advance(by: 10 * 60)
-        #expect(provider.invalidate(first) == false)           // too young: kept (TooManyProviderTokenUpdates)
-        #expect(try provider.currentToken() == first)
-        clock.advance(by: 10 * 60)
-        #expect(provider.invalidate("bearer " + first) == true)
-        let second = try provider.currentToken()
-        #expect(second != first)
-        #expect(provider.invalidate(first) == true)             // already replaced
-        #expect(try provider.currentToken() == second)
+        let first = try provider.authorization()
+        clock.advance(by: 60)
+        // Right after ExpiredProviderToken: re-signed at once, although only a minute old.
+        #expect(provider.reportExpired(generation: first.generation) == true)
+        let second = try provider.authorization()
+        #expect(second.headerValue != first.headerValue)
+        #expect(second.generation == first.generation + 1)
+        // Late answers for the old token do not sign a third one.
+        #expect(provider.reportExpired(generation: first.generation) == true)
+        #expect(try provider.authorization().headerValue == second.headerValue)
+        // The forced token called expired too: kept until it is 20 minutes old (clock skew).
+        clock.advance(by: 60)
+        #expect(provider.reportExpired(generation: second.generation) == false)
+        #expect(try provider.authorization().headerValue == second.headerValue)
+        clock.advance(by: 19 * 60)
+        #expect(provider.invalidate(second.headerValue) == true)
+        let third = try provider.authorization()
+        #expect(third.headerValue != second.headerValue)
+    }
+
+    @Test func invalidProviderTokenIsLoggedOncePerProvider() throws {
+        let (provider, _) = try makeProvider()
+        #expect(provider.shouldLogInvalidProviderToken())
+        #expect(!provider.shouldLogInvalidProviderToken())
+        #expect(provider.keyID == "ABC123DEFG")
     }
 
     @Test func concurrentCallersShareOneToken() async throws {

@@ -29,6 +29,7 @@ import Testing
       ca_file: null          # extra CA bundle (a simulator's)
       request_timeout: 10s
       ping_interval: 60s
+      ping_timeout: 7s
       retry: {max_attempts: 5, initial_backoff: 100ms, max_backoff: 30s}
     apps:
       - name: chat
@@ -81,6 +82,8 @@ import Testing
         #expect(configuration.apns.productionURL == APNsEndpoint(host: "api.push.apple.com", port: 443))
         #expect(configuration.apns.sandboxURL.host == "api.sandbox.push.apple.com")
         #expect(configuration.apns.caFile == nil)
+        #expect(configuration.apns.pingInterval == .seconds(60))
+        #expect(configuration.apns.pingTimeout == .seconds(7))
         #expect(configuration.apns.retry == RetrySettings(maxAttempts: 5, initialBackoff: .milliseconds(100), maxBackoff: .seconds(30)))
         #expect(configuration.apps.count == 3)
         #expect(configuration.apps[0] == AppSettings(name: "chat", bundleID: "com.example.chat", environment: .production,
@@ -109,6 +112,7 @@ import Testing
         #expect(configuration.apns.productionURL.description == "https://api.push.apple.com:443")
         #expect(configuration.apns.requestTimeout == .seconds(10))
         #expect(configuration.apns.pingInterval == .seconds(60))
+        #expect(configuration.apns.pingTimeout == .seconds(10))
         #expect(configuration.limits == LimitsSettings(maxInFlight: 20000, maxTokensPerRequest: 10000))
         #expect(configuration.http == HTTPSettings(host: "127.0.0.1", port: 9464))
         #expect(configuration.log == LogSettings(level: .info, format: .json))

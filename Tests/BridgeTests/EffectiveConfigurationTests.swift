@@ -1,5 +1,6 @@
 import Bridge
 import Foundation
+import YAML
 import Testing
 
 /// `check` prints the effective configuration: it must say what the bridge uses and hide secrets.
@@ -39,6 +40,38 @@ import Testing
         #expect(printed.contains("request_timeout: 2500ms"))
         #expect(printed.contains("ping_interval: 2h"))
         #expect(printed.contains("max_backoff: 1m"))
+    }
+
+    /// config/bridge.yaml documents every key: the effective configuration must print each of them.
+    @Test func theEffectiveConfigurationHasEveryKeyOfTheDocumentedExample() throws {
+        let path = ShippedConfigurationTests.root + "/config/bridge.yaml"
+        let documented = try #require(try YAMLParser.parse(try String(contentsOfFile: path, encoding: .utf8)))
+        let configuration = try BridgeConfiguration.load(path: path, environment: [:])
+        let printed = try #require(try YAMLParser.parse(configuration.effectiveYAML()))
+        let missing = Self.keyPaths(documented).subtracting(Self.keyPaths(printed))
+        #expect(missing.isEmpty, "keys of config/bridge.yaml missing from the effective configuration: \(missing.sorted())")
+    }
+
+    /// Key paths of mappings (`apns.retry.max_attempts`, `apps[].auth.type`), without the
+    /// librdkafka pass-through maps' own keys.
+    static func keyPaths(_ node: YAMLNode, prefix: String = "") -> Set<String> {
+        switch node {
+        case .mapping(let entries, _):
+            var paths: Set<String> = []
+            for entry in entries {
+                guard let key = entry.key.scalarValue else { continue }
+                let path = prefix.isEmpty ? key : prefix + "." + key
+                paths.insert(path)
+                if path != "kafka.consumer" && path != "kafka.producer" {
+                    paths.formUnion(keyPaths(entry.value, prefix: path))
+                }
+            }
+            return paths
+        case .sequence(let items, _):
+            return items.reduce(into: Set<String>()) { $0.formUnion(keyPaths($1, prefix: prefix + "[]")) }
+        case .scalar:
+            return []
+        }
     }
 
     @Test func passphrasesAndSecretPropertiesAreRedacted() throws {

@@ -92,6 +92,27 @@ import Testing
         #expect(configuration.kafka.brokers == "kafka:9092")
     }
 
+    /// Every file the compose files mount from the repository exists (Prometheus' rules and
+    /// configuration, Grafana's provisioning and dashboard, the scripts, the bridge configurations).
+    @Test(arguments: ["docker-compose.yml", "docker-compose.production.yml"])
+    func everyFileTheComposeStackMountsExists(file: String) throws {
+        let compose = try #require(try YAMLParser.parse(try String(contentsOfFile: Self.root + "/" + file, encoding: .utf8)))
+        guard case .mapping(let services, _)? = compose["services"] else {
+            Issue.record("no services in \(file)")
+            return
+        }
+        var mounted = 0
+        for service in services {
+            guard case .sequence(let volumes, _)? = service.value["volumes"] else { continue }
+            for volume in volumes.compactMap(\.scalarValue) where volume.hasPrefix("./") {
+                let source = String(volume.dropFirst(2).prefix { $0 != ":" })
+                #expect(FileManager.default.fileExists(atPath: Self.root + "/" + source), "\(file): \(volume)")
+                mounted += 1
+            }
+        }
+        #expect(mounted > 0)
+    }
+
     @Test func theProductionConfigurationTalksToAppleWithTheSecretKey() throws {
         let environment = ["APNS_KEY_ID": "KEYID12345", "APNS_TEAM_ID": "TEAMID1234", "APNS_BUNDLE_ID": "com.example.chat"]
         let configuration = try BridgeConfiguration.load(path: Self.root + "/deploy/compose/production.yaml", environment: environment)

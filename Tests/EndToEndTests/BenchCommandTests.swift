@@ -59,6 +59,19 @@ struct BenchCommandTests {
         #expect(counts.count == 2 && counts.reduce(0, +) == 400)
     }
 
+    /// The scaled-down form of `make bench-memory`: a backlog of large and single-token requests
+    /// behind an unreachable APNs, then the catch-up, measured on a real `apns-bridge run` child.
+    @Test func memoryModeMeasuresTheBridgeProcessThroughAnOutageAndTheCatchUp() throws {
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--memory", "--requests", "10", "--tokens-per-request", "400", "--single-token-requests", "1000",
+            "--max-in-flight", "500", "--outage-seconds", "4",
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        #expect(output.contains("= 5000 notifications"))
+        #expect(output.contains("1010 of 1010 records committed"))
+        #expect(output.contains("exit code 0: OK"))
+    }
+
     @Test func h2loadReferenceGetsOnly2xxAnswersFromTheSimulator() throws {
         guard FileManager.default.isExecutableFile(atPath: H2LoadReference.defaultExecutable) else {
             Issue.record("h2load is missing: scripts/setup installs nghttp2-client")

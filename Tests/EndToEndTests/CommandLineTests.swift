@@ -18,11 +18,11 @@ struct CommandLineTests {
         let configFile = try TemporaryFile(contents: environment.configurationYAML(groupID: "e2e-binary"))
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
-            expectedCount: workload.expectedResults, timeoutMilliseconds: 60_000
+            expectedCount: workload.expectedResults, timeoutMilliseconds: 60_000, settleMilliseconds: 500
         )
         #expect(results.count == workload.expectedResults)
         // Offsets are committed on the auto-commit cadence and again at shutdown.
@@ -53,7 +53,7 @@ struct CommandLineTests {
         defer { log.remove() }
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
         // It joins the group and takes the three requests.
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == 3 })
         #expect(process.isRunning)
@@ -186,7 +186,20 @@ enum BridgeBinary {
         guard waitFor(timeout: .milliseconds(Int64(seconds * 1000)), every: .milliseconds(20), { !process.isRunning }) else {
             return nil
         }
+        process.waitUntilExit()   // returns at once; lets Foundation release the process (it keeps itself until then)
         return process.terminationStatus
+    }
+
+    /// Terminates `process` if it still runs and reaps it.
+    static func stop(_ process: Process) {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    /// The last lines of the log at `path`, for a failure message.
+    static func tail(of path: String, lines: Int = 15) -> String {
+        let contents = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return contents.split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
     /// Lines of the log at `path` that contain `text`.

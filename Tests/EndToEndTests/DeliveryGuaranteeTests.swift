@@ -39,7 +39,7 @@ struct DeliveryGuaranteeTests {
         try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))  // APNs takes the requests, never answers
         let yaml = environment.configurationYAML(groupID: "e2e-restart", extra: "log: {level: debug, format: text}")
             .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
-            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 3s")
         let configFile = try TemporaryFile(contents: yaml)
         let log = try ScratchDirectory()
         defer { log.remove() }
@@ -49,7 +49,7 @@ struct DeliveryGuaranteeTests {
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("first.log")) == count })
         #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
         kill(first.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(first, seconds: 30) == 0)
+        #expect(BridgeBinary.wait(first, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("first.log")))")
         #expect(try environment.committedRequestCount(groupID: "e2e-restart") == 0)
         let nothing = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 0,
@@ -68,7 +68,7 @@ struct DeliveryGuaranteeTests {
             (try? environment.committedRequestCount(groupID: "e2e-restart")) == Int64(count)
         })
         kill(second.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(second, seconds: 30) == 0)
+        #expect(BridgeBinary.wait(second, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("second.log")))")
     }
 
     @Test func aRefusedOutputStopsTheCommitBeforeItsRecordWhileLaterOutputsAreAccepted() throws {
@@ -109,20 +109,26 @@ struct DeliveryGuaranteeTests {
         defer { environment.close() }
         let count = 40
         try environment.produceRequests(Self.requests(count))
+        // A's APNs takes every request and never answers; B's answers at once.
         try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        let answering = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration())
+        try answering.start()
+        defer { answering.close() }
         let yaml = environment.configurationYAML(groupID: "e2e-moved")
             .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
             .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
         let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
+        let port = "127.0.0.1:\(environment.simulator.port)"
+        let secondConfiguration = try BridgeConfiguration.parse(
+            yaml: yaml.replacingOccurrences(of: port, with: "127.0.0.1:\(answering.port)"), environment: [:])
 
-        // A takes everything; APNs never answers it.
+        // A takes everything and holds it.
         let first = try BackgroundPipeline(configuration: configuration)
         defer { first.stop() }
         #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
 
         // B joins: A's revoked partitions leave their work uncommitted, and B takes it again.
-        try environment.simulator.setFaults(APNsSimulatorFaults())  // only new streams are answered
-        let second = try BackgroundPipeline(configuration: configuration)
+        let second = try BackgroundPipeline(configuration: secondConfiguration)
         defer { second.stop() }
         #expect(waitFor(timeout: .seconds(30)) { second.pipeline.assignedPartitionCount == 2 })
         let moved = try KafkaTopicReader.readAll(
@@ -181,11 +187,11 @@ struct DeliveryGuaranteeTests {
         defer { log.remove() }
 
         let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == count })
         #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
         kill(process.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("bridge.log")))")
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,

@@ -20,6 +20,8 @@ struct DeployFilesTests {
         defer { environment.close() }
         let pipeline = try BridgePipeline(configuration: try environment.configuration(groupID: "deploy-files"))
         let text = pipeline.metrics.registry.render()
+        pipeline.requestStop()
+        _ = pipeline.run()  // returns at once: closes the clients and stops the loops
         var names: Set<String> = ["up"]
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
             let parts = line.split(separator: " ")
@@ -85,6 +87,12 @@ struct DeployFilesTests {
         let variables = (dashboard["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? []
         expressions += variables.compactMap { $0["definition"] as? String }
         #expect(expressions.count >= 20)
+        // Imported or provisioned, the panels follow the dashboard's data source variable.
+        #expect(variables.contains { $0["name"] as? String == "datasource" && $0["type"] as? String == "datasource" })
+        for panel in panels where panel["type"] as? String != "row" {
+            let source = panel["datasource"] as? [String: String]
+            #expect(source == ["type": "prometheus", "uid": "${datasource}"], "\(panel["title"] ?? "")")
+        }
         var used: Set<String> = []
         for expression in expressions {
             let names = Self.referencedNames(expression)

@@ -143,7 +143,7 @@ final class CapturedProcess {
     }
 
     deinit {
-        if process.isRunning { process.terminate() }
+        if process.processIdentifier != 0 { BridgeBinary.stop(process) }   // reaped, or Foundation keeps it
         directory.remove()
     }
 

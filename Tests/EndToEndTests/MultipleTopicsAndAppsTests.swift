@@ -59,7 +59,7 @@ struct MultipleTopicsAndAppsTests {
         #expect(configuration.kafka.topics.count == 2)
         let configFile = try TemporaryFile(contents: yaml)
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
 
         let servers = environment.kafka.bootstrapServers
         let results = try KafkaTopicReader.readAll(

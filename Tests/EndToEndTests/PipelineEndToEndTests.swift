@@ -102,15 +102,15 @@ struct PipelineEndToEndTests {
 
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 3,
-            timeoutMilliseconds: 30_000
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500
         )
         let invalid = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.invalidTokensTopic, expectedCount: 2,
-            timeoutMilliseconds: 30_000
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500
         )
         let deadLetters = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.deadLetterTopic, expectedCount: 1,
-            timeoutMilliseconds: 30_000
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500
         )
         #expect(runner.stop() == 0)
 

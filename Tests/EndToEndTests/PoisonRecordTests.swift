@@ -57,6 +57,8 @@ struct PoisonRecordTests {
             Record(value: request(9, extra: #","expiration":1e400"#), expected: .deadLetter(code: "invalid_request")),
             Record(value: request(10, extra: #","priority":100000000000000000000000000000"#), expected: .deadLetter(code: "invalid_request")),
             Record(value: request(11, extra: #","expiration":-1"#), expected: .deadLetter(code: "invalid_request")),
+            // The largest expiration the contract allows: a valid request, whatever deadline math follows.
+            Record(value: request(12, extra: #","expiration":9223372036854775807"#), expected: .results(count: 1, latencyIsNull: false)),
             Record(value: [0x7B, 0xFF, 0xFE, 0x22, 0x7D], expected: .deadLetter(code: "invalid_json")),
             Record(value: Array(#"{"x":""#.utf8) + [UInt8](repeating: 0x01, count: 200_000) + Array(#""}"#.utf8),
                    expected: .deadLetter(code: "invalid_json", truncated: true)),
@@ -91,8 +93,10 @@ struct PoisonRecordTests {
         // A producer limit below the largest dead letters: they must be cut to fit, not refused.
         let yaml = environment.configurationYAML(groupID: "e2e-poison", producer: ["message.max.bytes": "600000"])
         let configFile = try TemporaryFile(contents: yaml)
-        let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        let log = try ScratchDirectory()
+        defer { log.remove() }
+        let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
+        defer { BridgeBinary.stop(process) }
 
         let expectedResults = records.reduce(0) { sum, record in
             if case .results(let count, _) = record.expected { return sum + count }
@@ -147,7 +151,7 @@ struct PoisonRecordTests {
         })
         #expect(process.isRunning)
         kill(process.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("bridge.log")))")
     }
 
     static func object(_ message: KafkaMessage) throws -> [String: Any] {

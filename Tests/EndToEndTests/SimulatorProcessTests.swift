@@ -9,19 +9,14 @@ struct SimulatorProcessTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let gone = String(repeating: "cd", count: 32)
         let (simulator, port) = try Self.startSimulator(directory: directory, ["--unregistered", "\(gone):1700000000999"])
-        defer { if simulator.isRunning { simulator.terminate() } }
+        defer { BridgeBinary.stop(simulator) }
         let configFile = try Self.sendConfiguration(port: port, directory: directory)
 
-        let delivered = try BridgeBinary.run([
-            "send", "--config", configFile.path, "--token", String(repeating: "12", count: 32),
-            "--payload", #"{"aps":{"alert":"hi"}}"#,
-        ])
+        let delivered = try Self.send(configFile, token: String(repeating: "12", count: 32))
         #expect(delivered.status == 0, "\(delivered.error)")
         #expect(delivered.output.contains(#""outcome":"delivered""#))
 
-        let rejected = try BridgeBinary.run([
-            "send", "--config", configFile.path, "--token", gone, "--payload", #"{"aps":{"alert":"hi"}}"#,
-        ])
+        let rejected = try Self.send(configFile, token: gone)
         #expect(rejected.status == 1)
         #expect(rejected.output.contains(#""reason":"Unregistered""#))
         #expect(rejected.output.contains(#""unregistered_at":1700000000999"#))
@@ -39,12 +34,9 @@ struct SimulatorProcessTests {
             "--stall", "0", "--half-open-after", "1000", "--jwt-max-age", "30m", "--initial-streams", "1",
             "--token-update-interval", "20m",
         ])
-        defer { if simulator.isRunning { simulator.terminate() } }
+        defer { BridgeBinary.stop(simulator) }
         let configFile = try Self.sendConfiguration(port: port, directory: directory)
-        let delivered = try BridgeBinary.run([
-            "send", "--config", configFile.path, "--token", String(repeating: "12", count: 32),
-            "--payload", #"{"aps":{"alert":"hi"}}"#,
-        ])
+        let delivered = try Self.send(configFile, token: String(repeating: "12", count: 32))
         #expect(delivered.status == 0, "\(delivered.error)")
         #expect(delivered.output.contains(#""outcome":"delivered""#))
         kill(simulator.processIdentifier, SIGTERM)
@@ -56,7 +48,8 @@ struct SimulatorProcessTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         for (flags, message) in [(["--fail", "404:0.1"], "404"), (["--fail", "429"], "--fail"),
                                  (["--latency", "20"], "--latency"), (["--stall", "2"], "stall"),
-                                 (["--goaway-every", "0"], "goaway-every")] {
+                                 (["--goaway-every", "0"], "goaway-every"),
+                                 (["--hostile", "teapot"], "--hostile"), (["--hostile", "ping-flood:0"], "count")] {
             let result = try BridgeBinary.run(["simulator", "--listen", "127.0.0.1:0", "--credentials", directory] + flags)
             #expect(result.status == 2, "\(flags)")
             #expect(result.error.contains(message), "\(flags): \(result.error)")
@@ -74,10 +67,15 @@ struct SimulatorProcessTests {
         simulator.standardError = FileHandle.nullDevice
         try simulator.run()
         guard let port = try readListeningPort(from: output.fileHandleForReading) else {
-            simulator.terminate()
+            BridgeBinary.stop(simulator)
             throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "the simulator named no port"])
         }
         return (simulator, port)
+    }
+
+    /// `apns-bridge send` of one alert to `token` with `configFile`.
+    static func send(_ configFile: TemporaryFile, token: String) throws -> (status: Int32, output: String, error: String) {
+        try BridgeBinary.run(["send", "--config", configFile.path, "--token", token, "--payload", #"{"aps":{"alert":"hi"}}"#])
     }
 
     /// A configuration for `apns-bridge send` against the simulator on `port`.

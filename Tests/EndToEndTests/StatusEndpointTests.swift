@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Bridge
 import BridgeLocal
 import Foundation
@@ -57,6 +58,18 @@ struct StatusEndpointTests {
         }
     }
 
+    /// Bound before the pipeline exists (as `run` does), every endpoint says it is starting.
+    @Test func beforeThePipelineIsAttachedEverythingAnswersStarting() throws {
+        let server = try BridgeStatusServer(host: "127.0.0.1", port: 0)
+        defer { server.close() }
+        for path in ["/metrics", "/healthz", "/readyz"] {
+            let answer = HTTPTestClient.get(port: server.port, path)
+            #expect(answer?.status == 503, "\(path)")
+            #expect(answer?.body == "starting\n", "\(path)")
+        }
+        #expect(throws: PipelineError.self) { try BridgeStatusServer(host: "127.0.0.1", port: server.port) }
+    }
+
     @Test func readinessWaitsForTheGroupAndEndsWithTheStop() async throws {
         let environment = try LocalEnvironment(partitions: 2)
         defer { environment.close() }
@@ -98,6 +111,62 @@ struct StatusEndpointTests {
         release.signal()
         #expect(body.hasPrefix("event loop \(stuck.name) has not answered for"), "\(body)")
         #expect(await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 200 })
+    }
+
+    /// Every answer the simulator gave is counted once by status, every retry by cause, and every
+    /// round trip lands in the duration histogram.
+    @Test func apnsAnswersAndRetriesMatchWhatTheSimulatorSent() async throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        try environment.simulator.setFaults(APNsSimulatorFaults(failureRates: [503: 0.3, 429: 0.1]))
+        let token = String(repeating: "4b", count: 32)
+        try environment.produceRequests((0..<40).map { index in
+            DemoWorkload.Record(key: Array("k\(index)".utf8),
+                                value: Array(#"{"id":"r-\#(index)","token":"\#(token)","payload":{"aps":{}}}"#.utf8))
+        })
+        let bridge = try RunningBridge(environment, groupID: "status-retries")
+        defer { bridge.stop() }
+        #expect(await eventually(timeout: .seconds(60)) {
+            bridge.samples("apns_bridge_notifications_total").values.reduce(0, +) == 40
+        })
+
+        let answers = environment.simulator.statistics.answersByStatus
+        #expect(answers[503, default: 0] > 0, "no failure was injected: \(answers)")
+        let responses = bridge.samples("apns_bridge_apns_responses_total")
+        for (status, count) in answers {
+            let counted = responses.filter { $0.key.contains("status=\"\(status)\"") }.values.reduce(0, +)
+            #expect(counted == Double(count), "status \(status)")
+        }
+        #expect(responses["{app=\"demo\",status=\"503\",reason=\"ServiceUnavailable\"}"] == Double(answers[503, default: 0]))
+        let notifications = bridge.samples("apns_bridge_notifications_total")
+        #expect(notifications["{app=\"demo\",outcome=\"delivered\"}"] == Double(answers[200, default: 0]))
+        // Each 429 or 503 answer is retried unless it was the notification's last attempt.
+        let retries = bridge.samples("apns_bridge_retries_total")
+        let failed = notifications["{app=\"demo\",outcome=\"failed\"}"] ?? 0
+        let retried = (retries["{app=\"demo\",cause=\"status_5xx\"}"] ?? 0) + (retries["{app=\"demo\",cause=\"status_429\"}"] ?? 0)
+        #expect(retried + failed == Double(answers[503, default: 0] + answers[429, default: 0]), "\(retries)")
+        let durations = bridge.samples("apns_bridge_apns_request_duration_seconds_count")["{app=\"demo\"}"]
+        #expect(durations == Double(answers.values.reduce(0, +)))
+        #expect(bridge.samples("apns_bridge_connections")["{app=\"demo\",state=\"ready\"}"] == 2)
+    }
+
+    /// With APNs unreachable the bridge joins its group but stays not ready, saying why, and the
+    /// connection gauge shows no ready connection.
+    @Test func anAppWithoutAReadyConnectionKeepsTheBridgeNotReady() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-unready", startConsuming: false)
+        defer { bridge.stop() }
+        environment.simulator.close()  // APNs is unreachable from now on
+        bridge.start()
+        #expect(await eventually(timeout: .seconds(30)) { bridge.samples("apns_bridge_partitions_assigned") == ["": 1] })
+        let answer = try #require(bridge.get("/readyz"))
+        #expect(answer.status == 503)
+        #expect(answer.body == "no APNs connection ready for app demo\n")
+        let connections = bridge.samples("apns_bridge_connections")
+        #expect(connections["{app=\"demo\",state=\"ready\"}"] == 0)
+        #expect(connections.count == APNsConnectionStateName.allCases.count)
+        #expect(bridge.get("/healthz")?.status == 200)
     }
 
     @Test func countersFollowTheWorkAndPromtoolAcceptsTheOutput() async throws {
@@ -182,7 +251,7 @@ struct StatusEndpointTests {
             .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)")
         let configFile = try TemporaryFile(contents: yaml)
         let process = try BridgeBinary.start(["run", "--config", configFile.path])
-        defer { if process.isRunning { process.terminate() } }
+        defer { BridgeBinary.stop(process) }
 
         #expect(await eventually(timeout: .seconds(30)) { HTTPTestClient.get(port: port, "/readyz")?.status == 200 })
         #expect(HTTPTestClient.get(port: port, "/healthz")?.status == 200)

@@ -30,7 +30,7 @@ struct KafkaProducerTests {
 
         let stored = try KafkaTopicReader.readAll(
             bootstrapServers: cluster.bootstrapServers, topic: "deliveries", expectedCount: count + 1,
-            timeoutMilliseconds: 20_000)
+            timeoutMilliseconds: 20_000, settleMilliseconds: 500)
         #expect(stored.count == count + 1)
         let byValue = Dictionary(stored.map { (String(decoding: $0.value ?? [], as: UTF8.self), $0) }, uniquingKeysWith: { a, _ in a })
         let sample = try #require(byValue["value-1234"])
@@ -66,7 +66,8 @@ struct KafkaProducerTests {
         #expect(reports.count == 51)
         #expect(reports.allSatisfy { $0.error == nil })
         let stored = try KafkaTopicReader.readAll(
-            bootstrapServers: cluster.bootstrapServers, topic: "outage", expectedCount: 51, timeoutMilliseconds: 10_000)
+            bootstrapServers: cluster.bootstrapServers, topic: "outage", expectedCount: 51, timeoutMilliseconds: 10_000,
+            settleMilliseconds: 500)
         #expect(Set(stored.compactMap(\.value)).count == 51)
         #expect(stored.count == 51)  // idempotence: retries wrote no duplicates
     }
@@ -146,7 +147,8 @@ struct KafkaProducerTests {
         #expect(recorder.all.allSatisfy { $0.error == nil })
         #expect(Set(recorder.all.map(\.tag)) == Set(0...UInt64(count)))
         let stored = try KafkaTopicReader.readAll(
-            bootstrapServers: cluster.bootstrapServers, topic: "outbox", expectedCount: count + 1, timeoutMilliseconds: 20_000)
+            bootstrapServers: cluster.bootstrapServers, topic: "outbox", expectedCount: count + 1, timeoutMilliseconds: 20_000,
+            settleMilliseconds: 500)
         #expect(stored.count == count + 1)
         #expect(Set(stored.compactMap(\.value)).count == count + 1)
     }

@@ -4,7 +4,8 @@
 # APNS_BRIDGE_WAIT_FOR may name files (separated by spaces) that must exist before the bridge
 # starts, e.g. the credentials the APNs simulator of the compose stack generates into a shared
 # volume. It waits up to APNS_BRIDGE_WAIT_SECONDS (default 60) for them, then runs
-# `apns-bridge` with the container's arguments (default: `run`).
+# `apns-bridge` (APNS_BRIDGE_BINARY, default /usr/local/bin/apns-bridge) with the container's
+# arguments (default: `run`).
 set -eu
 
 wait_seconds="${APNS_BRIDGE_WAIT_SECONDS:-60}"
@@ -23,4 +24,4 @@ for file in ${APNS_BRIDGE_WAIT_FOR:-}; do
     done
 done
 
-exec /usr/local/bin/apns-bridge "$@"
+exec "${APNS_BRIDGE_BINARY:-/usr/local/bin/apns-bridge}" "$@"

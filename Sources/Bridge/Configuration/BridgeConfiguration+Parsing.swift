@@ -98,12 +98,13 @@ extension BridgeConfiguration {
     static func parseAPNs(_ node: ConfigurationNode?) throws(ConfigurationError) -> APNsSettings {
         var apns = APNsSettings()
         guard let node else { return apns }
-        let section = try node.mapping(allowed: ["production_url", "sandbox_url", "ca_file", "request_timeout", "ping_interval", "retry"])
+        let section = try node.mapping(allowed: ["production_url", "sandbox_url", "ca_file", "request_timeout", "ping_interval", "ping_timeout", "retry"])
         if let value = section.optional("production_url") { apns.productionURL = try parseEndpoint(value) }
         if let value = section.optional("sandbox_url") { apns.sandboxURL = try parseEndpoint(value) }
         if let value = section.optional("ca_file") { apns.caFile = try value.optionalString() }
         if let value = section.optional("request_timeout") { apns.requestTimeout = try value.duration() }
         if let value = section.optional("ping_interval") { apns.pingInterval = try value.duration() }
+        if let value = section.optional("ping_timeout") { apns.pingTimeout = try value.duration() }
         if let retryNode = section.optional("retry") {
             let retry = try retryNode.mapping(allowed: ["max_attempts", "initial_backoff", "max_backoff"])
             if let value = retry.optional("max_attempts") { apns.retry.maxAttempts = try value.integer(minimum: 1) }

@@ -130,18 +130,21 @@ public struct APNsSettings: Sendable, Equatable {
     public var requestTimeout: Duration
     /// `apns.ping_interval` (default 60s).
     public var pingInterval: Duration
+    /// `apns.ping_timeout` (default 10s): a PING unacknowledged this long replaces the connection.
+    public var pingTimeout: Duration
     /// `apns.retry`.
     public var retry: RetrySettings
 
     /// Creates APNs settings with the contract's defaults.
     public init(productionURL: APNsEndpoint = .production, sandboxURL: APNsEndpoint = .sandbox, caFile: String? = nil,
                 requestTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(60),
-                retry: RetrySettings = RetrySettings()) {
+                pingTimeout: Duration = .seconds(10), retry: RetrySettings = RetrySettings()) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.caFile = caFile
         self.requestTimeout = requestTimeout
         self.pingInterval = pingInterval
+        self.pingTimeout = pingTimeout
         self.retry = retry
     }
 

@@ -128,7 +128,7 @@ public final class BridgeMetrics: Sendable {
     }
 
     /// The pool named `pool` will send a notification again because of `cause`.
-    func recordRetry(pool: String, cause: String) {
+    func recordRetry(pool: String, cause: APNsRetryCause) {
         appsByPool[pool]?.retries.counter(at: MetricLabels.retryCauseIndex(cause)).increment()
     }
 }

@@ -9,23 +9,32 @@ import Synchronization
 /// Runs on an event loop of its own, so a scrape never waits behind APNs traffic and a stuck
 /// APNs loop shows on `/healthz` instead of hiding it. Answers are computed on that loop from
 /// atomics and short locks; nothing there blocks.
+///
+/// `apns-bridge run` binds first and attaches the pipeline after, so an address that cannot be
+/// bound stops the process before it creates any Kafka client (a misconfigured instance never
+/// joins the consumer group). Until then every endpoint answers 503 `starting`.
 public final class BridgeStatusServer: Sendable {
     /// The bound port (the ephemeral one when `http.listen` has port 0).
     public let port: Int
-    private let loop: EventLoop
-    private let server: HTTP1Server
-    private let heartbeats: LoopHeartbeats
-
     /// How long an APNs event loop may go without running a submitted task before `/healthz`
     /// fails, and the same for the consumer loop's iterations.
     public let stallThreshold: Duration
+    private let loop: EventLoop
+    private let server: HTTP1Server
+    private let served: Locked<Served?>
 
-    /// Binds `host`:`port` and starts answering.
-    /// - Throws: `PipelineError` naming `http.listen` when the address cannot be bound (in use,
-    ///   not local) or the loop cannot start.
+    /// What the endpoints read once a pipeline is attached.
+    private struct Served {
+        weak var pipeline: BridgePipeline?
+        let heartbeats: LoopHeartbeats
+    }
+
+    /// Binds `host`:`port` and starts answering (503 `starting` until ``attach(_:)``).
     /// - Parameter stallThreshold: how long a loop may go without answering before `/healthz`
     ///   fails (default 30 s).
-    public init(pipeline: BridgePipeline, host: String, port: Int, limits: HTTP1ServerLimits = HTTP1ServerLimits(),
+    /// - Throws: `PipelineError` naming `http.listen` when the address cannot be bound (in use,
+    ///   not local) or the loop cannot start.
+    public init(host: String, port: Int, limits: HTTP1ServerLimits = HTTP1ServerLimits(),
                 stallThreshold: Duration = .seconds(30)) throws(PipelineError) {
         let loop: EventLoop
         do {
@@ -33,42 +42,57 @@ public final class BridgeStatusServer: Sendable {
         } catch {
             throw PipelineError(component: "http.listen", message: "\(error)")
         }
-        let heartbeats = LoopHeartbeats(
-            loops: pipeline.eventLoops, probeLoop: loop,
-            probeIntervalNanoseconds: min(1_000_000_000, stallThreshold.totalNanoseconds / 4))
-        let registry = pipeline.metrics.registry
+        let served = Locked<Served?>(nil)
         do {
-            server = try HTTP1Server(host: host, port: port, loop: loop, limits: limits) { [weak pipeline] request in
-                guard let pipeline else { return .text(503, "stopped") }
-                return Self.answer(request, pipeline: pipeline, registry: registry, heartbeats: heartbeats,
-                                   stallThreshold: stallThreshold)
+            server = try HTTP1Server(host: host, port: port, loop: loop, limits: limits) { request in
+                let current = served.withLock { $0 }
+                guard let current, let pipeline = current.pipeline else { return .text(503, "starting") }
+                return Self.answer(request, pipeline: pipeline, heartbeats: current.heartbeats, stallThreshold: stallThreshold)
             }
         } catch {
             loop.shutdown()
             throw PipelineError(component: "http.listen", message: "cannot listen on \(host):\(port): \(error)")
         }
         self.loop = loop
-        self.heartbeats = heartbeats
+        self.served = served
         self.stallThreshold = stallThreshold
         self.port = server.port
-        heartbeats.start()
         Logger(label: "bridge.http").info("serving /metrics, /healthz and /readyz", metadata: [
             "http.listen": "\(host):\(server.port)",
         ])
     }
 
+    /// Binds and attaches `pipeline` at once.
+    public convenience init(pipeline: BridgePipeline, host: String, port: Int,
+                            limits: HTTP1ServerLimits = HTTP1ServerLimits(),
+                            stallThreshold: Duration = .seconds(30)) throws(PipelineError) {
+        try self.init(host: host, port: port, limits: limits, stallThreshold: stallThreshold)
+        attach(pipeline)
+    }
+
+    /// Serves `pipeline`'s metrics, health and readiness from now on, and starts probing its
+    /// event loops. Call once.
+    public func attach(_ pipeline: BridgePipeline) {
+        let heartbeats = LoopHeartbeats(
+            loops: pipeline.eventLoops, probeLoop: loop,
+            probeIntervalNanoseconds: min(1_000_000_000, stallThreshold.totalNanoseconds / 4))
+        served.withLock { $0 = Served(pipeline: pipeline, heartbeats: heartbeats) }
+        heartbeats.start()
+    }
+
     /// Stops listening, closes every connection and stops the loop. Idempotent.
     public func close() {
-        heartbeats.stop()
+        served.withLock { $0?.heartbeats.stop() }
         server.close()
         loop.shutdown()
     }
 
-    private static func answer(_ request: HTTP1Request, pipeline: BridgePipeline, registry: MetricsRegistry,
-                               heartbeats: LoopHeartbeats, stallThreshold: Duration) -> HTTP1Response {
+    private static func answer(_ request: HTTP1Request, pipeline: BridgePipeline, heartbeats: LoopHeartbeats,
+                               stallThreshold: Duration) -> HTTP1Response {
         switch request.path {
         case "/metrics":
-            return HTTP1Response(status: 200, contentType: PrometheusText.contentType, body: Array(registry.render().utf8))
+            return HTTP1Response(status: 200, contentType: PrometheusText.contentType,
+                                 body: Array(pipeline.metrics.registry.render().utf8))
         case "/healthz":
             if let problem = heartbeats.stalledLoop(threshold: stallThreshold) { return .text(503, problem) }
             let consumerIdle = pipeline.nanosecondsSinceConsumerIteration

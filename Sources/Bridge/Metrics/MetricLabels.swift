@@ -39,15 +39,15 @@ enum MetricLabels {
         statusIndex(status) * reasonValues.count + reasonIndex(reason)
     }
 
-    /// Retry causes (the pool's `APNsRetryCause` raw values), then `other`.
-    static let retryCauses = [
-        "status_429", "status_5xx", "connection_lost", "timeout", "expired_provider_token", "refused", "goaway", other,
-    ]
-    private static let retryCauseIndexes = Dictionary(uniqueKeysWithValues: retryCauses.enumerated().map { ($1, $0) })
+    /// `cause` label values: the pool's retry causes (`APNsRetryCause` raw values).
+    static let retryCauses = APNsRetryCause.allCases.map(\.rawValue)
+    private static let retryCauseIndexes = Dictionary(
+        uniqueKeysWithValues: APNsRetryCause.allCases.enumerated().map { ($1, $0) })
 
     /// The index of a cause in `retryCauses`.
-    static func retryCauseIndex(_ cause: String) -> Int {
-        retryCauseIndexes[cause] ?? retryCauses.count - 1
+    static func retryCauseIndex(_ cause: APNsRetryCause) -> Int {
+        // invariant: the table holds every case.
+        retryCauseIndexes[cause]!
     }
 
     /// Reasons an invalid-token record carries (contract §4), then `other`.

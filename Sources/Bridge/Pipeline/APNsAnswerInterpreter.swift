@@ -22,17 +22,16 @@ struct APNsAnswerInterpreter: Sendable {
         _ answer: APNsDeliveryResult,
         notification: APNsNotification,
         request: RequestFacts,
-        attempts: Int = 1,
         nowMicroseconds: Int64 = Timestamp.nowMicroseconds()
     ) -> (PushResult, InvalidTokenRecord?) {
         let now = nowMicroseconds / 1000
         var result = PushResult(
             requestID: request.requestID, app: request.app, token: notification.token, outcome: .failed,
-            attempts: attempts, latencyMilliseconds: RecordTimestamp.latencyMilliseconds(from: request.startedAtMilliseconds, nowMicroseconds: nowMicroseconds),
+            attempts: answer.attempts, latencyMilliseconds: RecordTimestamp.latencyMilliseconds(from: request.startedAtMilliseconds, nowMicroseconds: nowMicroseconds),
             source: request.source, completedAtMilliseconds: now
         )
         var invalidToken: InvalidTokenRecord?
-        switch answer {
+        switch answer.outcome {
         case .response(let response):
             result.status = response.status
             result.reason = response.reason?.rawValue
@@ -52,7 +51,7 @@ struct APNsAnswerInterpreter: Sendable {
                     )
                 }
             case .retry, .refreshTokenAndRetry:
-                // Retries arrive with the retry policy; until then this answer is final.
+                // Retried by the pool until `max_attempts` or the expiration: this was the last answer.
                 result.outcome = .failed
             }
         case .failure(let failure):

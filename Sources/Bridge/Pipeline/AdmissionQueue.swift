@@ -6,7 +6,9 @@ import Kafka
 /// is room for: the rest wait here, in order, instead of all being fanned out at once. Each
 /// record keeps the partition progress it was polled under: if the partition is revoked before
 /// its turn comes, the record is skipped (its new owner reads it again from the committed offset).
-/// The poll size follows the largest fan-out seen lately, so few records wait here.
+/// The poll size follows the largest fan-out seen lately (starting from the largest a request
+/// may have, until records show otherwise) and the largest record, so few records, and few
+/// bytes, wait here.
 struct AdmissionQueue {
     struct Entry {
         var message: KafkaMessage
@@ -16,7 +18,17 @@ struct AdmissionQueue {
     private var entries: [Entry] = []
     private var head = 0
     /// The largest work (tokens) one record caused in the recent past; at least 1.
-    private var recentLargestWork = 1
+    private var recentLargestWork: Int
+    /// The largest record value seen lately, in bytes.
+    private var recentLargestBytes = 0
+    /// How many bytes of records a poll may bring in to wait here.
+    static let waitingByteBudget = 8 * 1024 * 1024
+
+    /// - Parameter largestWork: the most work one record may cause (`max_tokens_per_request`):
+    ///   until records show otherwise, polls assume every record is that large.
+    init(largestWork: Int) {
+        recentLargestWork = max(1, largestWork)
+    }
 
     /// Whether every polled record was admitted.
     var isEmpty: Bool { head == entries.count }
@@ -27,7 +39,8 @@ struct AdmissionQueue {
     /// How many records to poll with `room` units of in-flight work free: enough to fill it if
     /// records are as large as the largest seen lately, at least 1 and at most 1000.
     func pollSize(room: Int) -> Int {
-        max(1, min(1000, room / recentLargestWork))
+        let byBytes = recentLargestBytes > 0 ? AdmissionQueue.waitingByteBudget / recentLargestBytes : 1000
+        return max(1, min(1000, room / recentLargestWork, byBytes))
     }
 
     /// Adds polled records, each with its partition's progress at poll time.
@@ -38,6 +51,12 @@ struct AdmissionQueue {
         }
         for message in messages {
             entries.append(Entry(message: message, progress: progress[message.topicPartition]))
+            let bytes = message.value?.count ?? 0
+            if bytes > recentLargestBytes {
+                recentLargestBytes = bytes
+            } else if recentLargestBytes > 0 {
+                recentLargestBytes -= (recentLargestBytes - bytes) / 64
+            }
         }
     }
 

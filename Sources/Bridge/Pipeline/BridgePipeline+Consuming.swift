@@ -29,7 +29,7 @@ extension BridgePipeline {
             "kafka.exactly_once": "\(configuration.kafka.exactlyOnce)",
         ])
         // Records polled and not yet admitted, with the assignment they were fetched under.
-        var waiting = AdmissionQueue()
+        var waiting = AdmissionQueue(largestWork: configuration.limits.maxTokensPerRequest)
         while !isStopRequested, fatalReason == nil {
             lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
@@ -98,6 +98,7 @@ extension BridgePipeline {
             )
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
             metrics.recordDeadLetter(deadLetter.code)
+            workInFlight.add(1, ordering: .relaxed)  // before its acknowledgement can come
             publisher.publishDeadLetter(deadLetter, message: message, context: context)
             context.release()
             return 1
@@ -112,9 +113,11 @@ extension BridgePipeline {
                 source: source, requestID: request.id, app: request.app, environment: request.environment,
                 startedAtMilliseconds: startedAt, partition: progress
             )
+            let work = request.validTokens.count + request.invalidTokens.count
+            workInFlight.add(work, ordering: .relaxed)  // before any of its results can be acknowledged
             dispatcher.dispatch(request, context: context)
             context.release()
-            return request.validTokens.count + request.invalidTokens.count
+            return work
         }
     }
 
@@ -122,6 +125,9 @@ extension BridgePipeline {
     func delivered(tag: UInt64, error: KafkaError?) {
         let context = RequestContext.fromTag(tag)
         publisher.acknowledged(tag: tag)
+        if RequestContext.countsAsWork(tag) {
+            workInFlight.subtract(1, ordering: .relaxed)  // a result or dead letter: its unit of work is done
+        }
         if let error {
             // The hold is kept, so the offset is never committed and a restart publishes it again.
             fail("a record could not be delivered to Kafka: \(error)")
@@ -197,10 +203,11 @@ extension BridgePipeline {
     }
 
     /// Work between admission and Kafka's acknowledgement, one unit per token (or dead letter):
-    /// notifications waiting for APNs plus results and dead letters waiting for Kafka. A token
-    /// moves from the first to the second without ever counting twice.
+    /// notifications waiting for APNs plus results and dead letters waiting for Kafka, kept in
+    /// one counter (`workInFlight`), so a token moving from the first to the second is counted
+    /// exactly once at every moment.
     var inFlight: Int {
-        dispatcher.inFlight + publisher.pendingCount
+        workInFlight.load(ordering: .relaxed)
     }
 
     /// Keeps the highest in-flight work seen; called after each admission, the only moment it grows.

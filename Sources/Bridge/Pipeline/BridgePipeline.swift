@@ -28,6 +28,10 @@ public final class BridgePipeline: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
     let peakInFlightValue = Atomic<Int>(0)
+    /// Units of work admitted and not finished: one per token (until its result is acknowledged
+    /// by Kafka) or dead letter. One counter, so a token moving from APNs to Kafka is never
+    /// counted twice or missed by a reader.
+    let workInFlight = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
     /// Every series of `/metrics` (contract §10).
@@ -96,7 +100,8 @@ public final class BridgePipeline: Sendable {
             : nil
         do {
             dispatcher = try NotificationDispatcher(
-                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics))
+                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics),
+                metrics: metrics)
         } catch {
             producer.close()
             consumer.close()

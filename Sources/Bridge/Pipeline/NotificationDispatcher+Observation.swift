@@ -1,14 +1,45 @@
 import APNs
 import Metrics
+import Observability
 
 extension NotificationDispatcher {
-    /// Configured apps none of whose pools has a connection ready for notifications (any thread).
+    /// Configured apps whose pool for their configured environment has no connection ready for
+    /// notifications (any thread; `/readyz`). An app whose pool is not made yet counts as not ready.
     func appsWithoutReadyConnection() -> [String] {
-        []
+        let pools = poolDirectory.withLock { $0 }
+        return configuration.apps.compactMap { app in
+            let ready = pools.contains { pool in
+                pool.app == app.name && pool.environment == app.environment && pool.client.hasReadyConnection
+            }
+            return ready ? nil : app.name
+        }
     }
 
-    /// `apns_bridge_connections{app,state}` samples from every pool (any thread).
+    /// `apns_bridge_connections{app,state}`: every state of every configured app (zeros
+    /// included), summed over the app's pools (any thread).
     func connectionSamples() -> [MetricSample] {
-        []
+        let pools = poolDirectory.withLock { $0 }
+        var samples: [MetricSample] = []
+        for app in configuration.apps {
+            var counts: [APNsConnectionStateName: Int] = [:]
+            for pool in pools where pool.app == app.name {
+                counts.merge(pool.client.connectionStates, uniquingKeysWith: +)
+            }
+            for state in APNsConnectionStateName.allCases {
+                samples.append(MetricSample(labels: [("app", app.name), ("state", state.rawValue)],
+                                            value: Double(counts[state, default: 0])))
+            }
+        }
+        return samples
+    }
+
+    // MARK: - APNsClientDelegate observation hooks (event loop threads)
+
+    func apnsClient(_ client: APNsClient, didReceive status: Int, reason: String?, duration: Duration) {
+        metrics?.recordAPNsResponse(pool: client.name, status: status, reason: reason, duration: duration)
+    }
+
+    func apnsClient(_ client: APNsClient, willRetry cause: APNsRetryCause) {
+        metrics?.recordRetry(pool: client.name, cause: cause)
     }
 }

@@ -16,7 +16,9 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         var environment: PushEnvironment
     }
 
-    private let configuration: BridgeConfiguration
+    let configuration: BridgeConfiguration
+    /// Where APNs answers, retries and connection states are counted (nil for `apns-bridge send`).
+    let metrics: BridgeMetrics?
     private let group: EventLoopGroup
     private let publisher: ResultSink
     private let credentials: [String: AppCredentials]
@@ -31,8 +33,10 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     private let abandoning = Atomic<Bool>(false)
 
     /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
-    init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink) throws(PipelineError) {
+    init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink,
+         metrics: BridgeMetrics? = nil) throws(PipelineError) {
         self.configuration = configuration.removingPassphrases()
+        self.metrics = metrics
         self.group = group
         self.publisher = publisher
         var credentials: [String: AppCredentials] = [:]
@@ -67,6 +71,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             pool.shutdown()
         }
         pools.removeAll()
+        poolDirectory.withLock { $0.removeAll() }  // the pools hold this dispatcher as their delegate
     }
 
     private func pool(app: String, environment: PushEnvironment) -> APNsClient? {
@@ -82,7 +87,12 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
                 host: endpoint.host,
                 port: endpoint.port,
                 connections: settings.connections,
-                requestTimeoutNanoseconds: configuration.apns.requestTimeout.totalNanoseconds
+                requestTimeoutNanoseconds: configuration.apns.requestTimeout.totalNanoseconds,
+                pingInterval: configuration.apns.pingInterval,
+                pingTimeout: configuration.apns.pingTimeout,
+                maxAttempts: configuration.apns.retry.maxAttempts,
+                initialBackoff: configuration.apns.retry.initialBackoff,
+                maxBackoff: configuration.apns.retry.maxBackoff
             ),
             tls: credentials.tls,
             group: group,
@@ -140,7 +150,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult) {
         let context = RequestContext.fromTag(tag)
         inFlightCount.subtract(1, ordering: .relaxed)
-        if case .failure = result, abandoning.load(ordering: .acquiring) {
+        if case .failure = result.outcome, abandoning.load(ordering: .acquiring) {
             return  // the hold stays: see abandonUnanswered()
         }
         let (pushResult, invalidToken) = APNsAnswerInterpreter.interpret(result, notification: notification, request: context.facts)

@@ -1,0 +1,143 @@
+import HTTP2
+import Observability
+
+// The connection side of the pool: carrying out connection state machine actions and
+// reacting to HTTP/2 connection events. Loop thread only.
+extension APNsConnectionPool {
+    /// Carries out a connection state machine's action.
+    func perform(_ action: APNsConnectionStateMachine.Action, on member: Member) {
+        loop.preconditionInEventLoop()
+        switch action {
+        case .none:
+            break
+        case .connect:
+            let connection = HTTP2ClientConnection(
+                host: configuration.host, port: configuration.port, tls: tls, loop: loop,
+                delegate: member, streamTimeoutNanoseconds: configuration.requestTimeoutNanoseconds,
+                maxResponseBodyBytes: APNsConnectionPool.maxResponseBodyBytes
+            )
+            member.connection = connection
+            connection.start()
+        case .sendPing:
+            if member.connection?.ping() != true {
+                member.machine.pingAcknowledged(now: clock.now().nanoseconds)
+            }
+        case .close(let reason):
+            if reason != .shutdown {
+                logger.info("closing a connection", metadata: ["apns.pool": name, "apns.connection": "\(member.index)",
+                                                               "reason": "\(reason)"])
+            }
+            // Its open streams finish `.connectionLost` (back to the queue), then `memberClosed`.
+            member.connection?.close()
+        }
+    }
+
+    /// Publishes the count of connections per state (on state changes only, never per stream).
+    func refreshStateCounts() {
+        var counts: [APNsConnectionStateName: Int] = [:]
+        for member in members {
+            counts[member.machine.stateName, default: 0] += 1
+        }
+        stateCounts.withLock { $0 = counts }
+    }
+
+    // MARK: - Connection events
+
+    func memberBecameReady(_ member: Member, _ connection: HTTP2ClientConnection) {
+        loop.preconditionInEventLoop()
+        guard member.connection === connection else { return }
+        member.machine.becameReady(now: clock.now().nanoseconds)
+        logger.debug("connection ready", metadata: ["apns.pool": name, "apns.connection": "\(member.index)"])
+        refreshStateCounts()
+        pump()
+        rearmTimer()
+    }
+
+    func settingsChanged() {
+        loop.preconditionInEventLoop()
+        pump()
+    }
+
+    func pingAcknowledged(_ member: Member, _ connection: HTTP2ClientConnection) {
+        loop.preconditionInEventLoop()
+        guard member.connection === connection else { return }
+        member.machine.pingAcknowledged(now: clock.now().nanoseconds)
+        rearmTimer()
+    }
+
+    func goAwayReceived(_ member: Member, _ connection: HTTP2ClientConnection) {
+        loop.preconditionInEventLoop()
+        guard member.connection === connection else { return }
+        member.machine.goAwayReceived(now: clock.now().nanoseconds)
+        closeIfIdleAndUnusable(member, connection)
+        refreshStateCounts()
+    }
+
+    /// A draining connection with no streams left, or a ready one whose stream ids are used up,
+    /// is closed (and replaced after its backoff).
+    private func closeIfIdleAndUnusable(_ member: Member, _ connection: HTTP2ClientConnection) {
+        guard connection.activeStreams == 0 else { return }
+        let canStart = connection.canStartStreams || !connection.isReady
+        perform(member.machine.noStreamsLeft(canStartStreams: canStart), on: member)
+    }
+
+    func streamFinished(_ member: Member, _ connection: HTTP2ClientConnection, tag: UInt64,
+                        result: Result<HTTP2Response, HTTP2StreamFailure>) {
+        loop.preconditionInEventLoop()
+        guard let flight = inFlight.removeValue(forKey: tag) else { return }
+        let now = clock.now()
+        let answer: APNsAnswer
+        switch result {
+        case .success(let http):
+            let response = APNsResponse(http)
+            answer = .response(response)
+            reportAnswer(status: response.status, reason: response.reason?.rawValue,
+                         duration: .nanoseconds(max(0, now.nanoseconds - flight.sentAt)))
+            if response.status == 403, response.reason == .invalidProviderToken,
+               let tokenProvider, tokenProvider.shouldLogInvalidProviderToken() {
+                logger.error("APNs rejects the provider token (InvalidProviderToken): check the key, key id and team id",
+                             metadata: ["apns.pool": name, "apns.key_id": tokenProvider.keyID])
+            }
+        case .failure(let failure):
+            answer = .failure(failure)
+            if failure == .timeout {
+                perform(member.machine.streamTimedOut(now: now.nanoseconds), on: member)
+            }
+        }
+        var disposition = APNsAnswerDisposition.of(answer, afterGoAway: connection.receivedGoAway)
+        if isShuttingDown { disposition = .final }
+        if case .retry(.expiredProviderToken) = disposition, let generation = flight.tokenGeneration {
+            tokenProvider?.reportExpired(generation: generation)
+        }
+        switch delivery.streamFinished(flight.entry, answer: answer, disposition: disposition, now: now) {
+        case .finish(let final):
+            finish(flight.entry, final)
+        case .retry(let cause, _):
+            reportRetry(cause)
+        }
+        if member.connection === connection {
+            closeIfIdleAndUnusable(member, connection)
+        }
+        pump()
+        rearmTimer()
+    }
+
+    func memberClosed(_ member: Member, _ connection: HTTP2ClientConnection, reason: String) {
+        loop.preconditionInEventLoop()
+        guard member.connection === connection else { return }
+        member.connection = nil
+        let closeReason = member.machine.closed(now: clock.now().nanoseconds, lostReason: reason)
+        refreshStateCounts()
+        guard !isShuttingDown else { return }
+        switch closeReason {
+        case .goAway, .streamIDsExhausted:
+            logger.debug("connection closed", metadata: ["apns.pool": name, "apns.connection": "\(member.index)",
+                                                        "reason": "\(closeReason)"])
+        default:
+            logger.warning("connection closed", metadata: ["apns.pool": name, "apns.connection": "\(member.index)",
+                                                          "reason": "\(closeReason)"])
+        }
+        pump()
+        rearmTimer()
+    }
+}

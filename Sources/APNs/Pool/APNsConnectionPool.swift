@@ -1,0 +1,319 @@
+import Dispatch
+import HTTP2
+import Observability
+import Synchronization
+
+/// The working part of an `APNsClient`: one queue, its connections, retries and timers, all on
+/// one event loop.
+///
+/// Decisions are made by value-type state machines (`APNsDeliveryStateMachine` for the
+/// notifications, one `APNsConnectionStateMachine` per connection); this class performs their
+/// actions (connect, submit, PING, close, finish) and keeps one timer, armed for the earliest
+/// deadline any of them reports.
+///
+/// - Important: every method except `shutdown()`, `outstanding` and `stateCounts` runs on `loop`
+///   and checks it (`preconditionInEventLoop`); that confinement is why it is
+///   `@unchecked Sendable`.
+final class APNsConnectionPool: @unchecked Sendable {
+    /// One connection slot of the pool: its state machine and its current HTTP/2 connection.
+    final class Member: HTTP2ClientConnectionDelegate {
+        let index: Int
+        var machine: APNsConnectionStateMachine
+        var connection: HTTP2ClientConnection?
+        /// The most streams ever open at once on this member's connections (for tests).
+        var peakActiveStreams = 0
+        /// Weak: a pool dropped without `shutdown()` must not be kept alive by its connections.
+        weak var pool: APNsConnectionPool?
+
+        init(index: Int, machine: APNsConnectionStateMachine, pool: APNsConnectionPool) {
+            self.index = index
+            self.machine = machine
+            self.pool = pool
+        }
+
+        /// Streams this member can take now.
+        var room: Int {
+            guard machine.acceptsStreams, let connection else { return 0 }
+            return connection.availableStreams
+        }
+
+        func connectionDidBecomeReady(_ connection: HTTP2ClientConnection) {
+            pool?.memberBecameReady(self, connection)
+        }
+
+        func connection(_ connection: HTTP2ClientConnection, didFinishStream tag: UInt64,
+                        result: Result<HTTP2Response, HTTP2StreamFailure>) {
+            pool?.streamFinished(self, connection, tag: tag, result: result)
+        }
+
+        func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {
+            pool?.settingsChanged()
+        }
+
+        func connectionDidReceivePingAcknowledgement(_ connection: HTTP2ClientConnection) {
+            pool?.pingAcknowledged(self, connection)
+        }
+
+        func connectionDidReceiveGoAway(_ connection: HTTP2ClientConnection) {
+            pool?.goAwayReceived(self, connection)
+        }
+
+        func connectionDidClose(_ connection: HTTP2ClientConnection, reason: String) {
+            pool?.memberClosed(self, connection, reason: reason)
+        }
+    }
+
+    /// A notification on a stream.
+    struct InFlight {
+        var entry: APNsDeliveryStateMachine.Entry
+        var sentAt: Int64
+        var tokenGeneration: UInt64?
+    }
+
+    /// What is kept of an APNs answer body: error bodies are a few dozen bytes of JSON, so 16 KiB
+    /// is ample; a longer body is cut (and, not being JSON, yields no `reason`), never buffered.
+    static let maxResponseBodyBytes = 16 * 1024
+
+    let name: String
+    let loop: EventLoop
+    /// Notifications accepted and not finished (any thread; `send` adds, `finish` subtracts).
+    let outstanding = Atomic<Int>(0)
+    /// Connections per state, refreshed on every state change (any thread).
+    let stateCounts = Locked<[APNsConnectionStateName: Int]>([.closed: 0])
+
+    let configuration: APNsClientConfiguration
+    let tls: TLSClientContext
+    let tokenProvider: APNsTokenProvider?
+    let clock: any APNsClock
+    let logger = Logger(label: "apns.pool")
+    private weak var client: APNsClient?
+    private var delegate: APNsClientDelegate?
+
+    var delivery: APNsDeliveryStateMachine
+    var members: [Member] = []
+    var inFlight: [UInt64: InFlight] = [:]
+    private var nextStreamTag: UInt64 = 1
+    private var rotation = 0
+    private var timer: EventLoopTimer?
+    private var timerDeadline: Int64?
+    private(set) var isShuttingDown = false
+    private var finishedScratch: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+
+    init(name: String, configuration: APNsClientConfiguration, tls: TLSClientContext, loop: EventLoop,
+         tokenProvider: APNsTokenProvider?, clock: any APNsClock, jitter: APNsJitterSource) {
+        self.name = name
+        self.configuration = configuration
+        self.tls = tls
+        self.loop = loop
+        self.tokenProvider = tokenProvider
+        self.clock = clock
+        self.delivery = APNsDeliveryStateMachine(
+            configuration: .init(
+                maxAttempts: configuration.maxAttempts,
+                retryBackoff: APNsBackoff(initial: configuration.initialBackoff, maximum: configuration.maxBackoff)
+            ),
+            jitter: jitter
+        )
+        let connectionConfiguration = APNsConnectionStateMachine.Configuration(
+            pingIntervalNanoseconds: max(configuration.pingInterval.nanosecondsClamped, 1_000_000),
+            pingTimeoutNanoseconds: max(configuration.pingTimeout.nanosecondsClamped, 1_000_000),
+            reconnect: APNsBackoff(
+                initial: .nanoseconds(Int64(clamping: configuration.reconnectDelayNanoseconds)),
+                maximum: .nanoseconds(Int64(clamping: configuration.maxReconnectDelayNanoseconds))
+            )
+        )
+        for index in 0..<configuration.connections {
+            members.append(Member(
+                index: index,
+                machine: APNsConnectionStateMachine(configuration: connectionConfiguration, jitter: jitter),
+                pool: self
+            ))
+        }
+        stateCounts.withLock { $0 = [.closed: configuration.connections] }
+    }
+
+    /// Wires the pool to its client; called once, before `start()`.
+    func attach(client: APNsClient, delegate: APNsClientDelegate) {
+        self.client = client
+        self.delegate = delegate
+    }
+
+    // MARK: - Loop-thread operations
+
+    /// Opens every connection.
+    func start() {
+        loop.preconditionInEventLoop()
+        let now = clock.now().nanoseconds
+        for member in members {
+            perform(member.machine.start(now: now), on: member)
+        }
+        refreshStateCounts()
+    }
+
+    /// Takes a batch the caller has already counted in `outstanding`.
+    func enqueue(_ batch: [APNsPendingNotification]) {
+        loop.preconditionInEventLoop()
+        if isShuttingDown {
+            for pending in batch {
+                finish(APNsDeliveryStateMachine.Entry(pending),
+                       APNsDeliveryResult(outcome: .failure(.connectionLost("client is shutting down")), attempts: 0))
+            }
+            return
+        }
+        delivery.enqueue(batch, now: clock.now().nanoseconds)
+        pump()
+        rearmTimer()
+    }
+
+    /// Moves queued notifications onto connections with stream room, spread evenly over them.
+    func pump() {
+        loop.preconditionInEventLoop()
+        guard delivery.queuedCount > 0, members.contains(where: { $0.room > 0 }) else { return }
+        let authorization: APNsTokenProvider.Authorization?
+        do {
+            authorization = try tokenProvider?.authorization()
+        } catch {
+            logger.error("cannot sign a provider token", metadata: ["apns.pool": name, "error": "\(error)"])
+            return
+        }
+        let now = clock.now()
+        var touched = Array(repeating: false, count: members.count)
+        while delivery.queuedCount > 0 {
+            let open = members.filter { $0.room > 0 }
+            guard !open.isEmpty else { break }
+            let share = max(1, (delivery.queuedCount + open.count - 1) / open.count)
+            var submitted = 0
+            rotation &+= 1
+            for offset in 0..<open.count {
+                let member = open[(rotation &+ offset) % open.count]
+                submitted += submit(upTo: share, on: member, authorization: authorization, now: now)
+                touched[member.index] = true
+            }
+            if submitted == 0 { break }
+        }
+        for member in members where touched[member.index] {
+            member.connection?.flush()
+        }
+        reportFinished()
+    }
+
+    /// Submits up to `limit` queued notifications on `member`'s connection; returns how many.
+    private func submit(upTo limit: Int, on member: Member, authorization: APNsTokenProvider.Authorization?,
+                        now: APNsInstant) -> Int {
+        guard let connection = member.connection else { return 0 }
+        var count = 0
+        while count < limit, member.room > 0,
+              let entry = delivery.nextToSend(now: now, finished: &finishedScratch) {
+            let tag = nextStreamTag
+            let request = entry.pending.notification.makeRequest(authorization: authorization?.headerValue)
+            guard connection.submit(request, tag: tag) else {
+                delivery.putBack(entry)
+                break
+            }
+            nextStreamTag &+= 1
+            inFlight[tag] = InFlight(entry: entry, sentAt: now.nanoseconds, tokenGeneration: authorization?.generation)
+            count += 1
+        }
+        member.peakActiveStreams = max(member.peakActiveStreams, connection.activeStreams)
+        return count
+    }
+
+    /// Reports notifications the state machines finished on the way (expired while waiting).
+    private func reportFinished() {
+        guard !finishedScratch.isEmpty else { return }
+        let finished = finishedScratch
+        finishedScratch.removeAll(keepingCapacity: true)
+        for (entry, result) in finished {
+            finish(entry, result)
+        }
+    }
+
+    func finish(_ entry: APNsDeliveryStateMachine.Entry, _ result: APNsDeliveryResult) {
+        outstanding.subtract(1, ordering: .relaxed)
+        guard let client, let delegate else { return }
+        delegate.apnsClient(client, didFinish: entry.pending.notification, tag: entry.pending.tag, result: result)
+    }
+
+    func reportAnswer(status: Int, reason: String?, duration: Duration) {
+        guard let client, let delegate else { return }
+        delegate.apnsClient(client, didReceive: status, reason: reason, duration: duration)
+    }
+
+    func reportRetry(_ cause: APNsRetryCause) {
+        guard let client, let delegate else { return }
+        delegate.apnsClient(client, willRetry: cause)
+    }
+
+    // MARK: - The one timer
+
+    /// Arms the pool's timer for the earliest deadline of its state machines (keeps an earlier
+    /// one: it fires, does what is due, and re-arms).
+    func rearmTimer() {
+        loop.preconditionInEventLoop()
+        guard !isShuttingDown else { return }
+        var deadline = delivery.nextDeadline
+        for member in members {
+            if let next = member.machine.nextDeadline {
+                deadline = min(deadline ?? next, next)
+            }
+        }
+        guard let deadline else { return }
+        if let scheduled = timerDeadline, scheduled <= deadline, timer != nil { return }
+        if let timer { loop.cancel(timer) }
+        let delay = max(0, deadline - clock.now().nanoseconds)
+        timerDeadline = deadline
+        timer = loop.schedule(afterNanoseconds: UInt64(delay)) { [weak self] in self?.timerFired() }
+    }
+
+    private func timerFired() {
+        loop.preconditionInEventLoop()
+        timer = nil
+        timerDeadline = nil
+        guard !isShuttingDown else { return }
+        let now = clock.now()
+        finishedScratch.append(contentsOf: delivery.tick(now: now))
+        for member in members {
+            if let connection = member.connection {
+                member.machine.receivedTraffic(at: Int64(clamping: connection.lastFrameReceivedNanoseconds))
+            }
+            perform(member.machine.tick(now: now.nanoseconds), on: member)
+        }
+        refreshStateCounts()
+        pump()
+        reportFinished()
+        rearmTimer()
+    }
+
+    // MARK: - Shutdown (any thread)
+
+    /// Closes every connection and fails whatever is still here; returns when the loop has done so.
+    /// On the pool's own loop thread (e.g. from a delegate callback) it runs inline.
+    func shutdown() {
+        if loop.inEventLoop {
+            closeForShutdown()
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        loop.execute { [self] in
+            closeForShutdown()
+            done.signal()
+        }
+        done.wait()
+    }
+
+    private func closeForShutdown() {
+        loop.preconditionInEventLoop()
+        guard !isShuttingDown else { return }
+        isShuttingDown = true
+        if let timer { loop.cancel(timer) }
+        timer = nil
+        for member in members {
+            perform(member.machine.shutdown(), on: member)
+        }
+        for entry in delivery.removeAll() {
+            finish(entry, APNsDeliveryResult(outcome: .failure(.connectionLost("client is shutting down")),
+                                             attempts: entry.attempts))
+        }
+        refreshStateCounts()
+    }
+}

@@ -1,0 +1,279 @@
+/// The pool's bookkeeping of notifications, apart from sockets: one queue of notifications
+/// waiting for a stream, the retries waiting for their time, attempts, expiry.
+///
+/// A value type driven by events and the time: `enqueue`, `nextToSend`, `streamFinished`,
+/// `tick`. What it returns the owner (`APNsConnectionPool`) carries out on its loop; its
+/// `nextDeadline` is when the pool's one timer must call `tick`.
+struct APNsDeliveryStateMachine {
+    /// The retry policy (contract §6).
+    struct Configuration {
+        /// Requests APNs may see per notification, the first included.
+        var maxAttempts: Int
+        /// Backoff of retried notifications (full jitter).
+        var retryBackoff: APNsBackoff
+        /// Backoff of re-sends of streams APNs did not process (REFUSED_STREAM, GOAWAY):
+        /// short, but never zero-delay.
+        var notProcessedBackoff = APNsBackoff(initial: .milliseconds(20), maximum: .seconds(1))
+        /// Re-sends of one notification that was not processed before such a re-send counts as
+        /// an attempt (so `maxAttempts` ends even an endless series of refusals).
+        var freeNotProcessedResends = 8
+        /// While notifications wait, how often their `expiration` is checked.
+        var expirySweepNanoseconds: Int64 = 1_000_000_000
+    }
+
+    /// A notification in the pool's care.
+    struct Entry {
+        var pending: APNsPendingNotification
+        /// Requests APNs may have seen.
+        var attempts = 0
+        /// Re-sends of streams APNs did not process.
+        var notProcessedResends = 0
+        /// The last answer, reported if retries run out.
+        var lastAnswer: APNsAnswer?
+
+        init(_ pending: APNsPendingNotification) {
+            self.pending = pending
+        }
+
+        /// Whether `expiration` (Unix seconds; 0 = deliver once, no storing) has passed at `unixSeconds`.
+        func hasExpired(unixSeconds: Int64) -> Bool {
+            guard let expiration = pending.notification.expiration, expiration > 0 else { return false }
+            return expiration <= unixSeconds
+        }
+
+        /// The result reported when this notification ends without another request.
+        var resultWithoutAnotherAttempt: APNsDeliveryResult {
+            guard attempts > 0, let lastAnswer else { return APNsDeliveryResult(outcome: .expired, attempts: 0) }
+            return Entry.result(of: lastAnswer, attempts: attempts)
+        }
+
+        static func result(of answer: APNsAnswer, attempts: Int) -> APNsDeliveryResult {
+            switch answer {
+            case .response(let response): APNsDeliveryResult(outcome: .response(response), attempts: attempts)
+            case .failure(let failure): APNsDeliveryResult(outcome: .failure(failure), attempts: attempts)
+            }
+        }
+    }
+
+    /// What becomes of a finished stream.
+    enum Decision {
+        /// Final: report `result`.
+        case finish(APNsDeliveryResult)
+        /// Sent again after its backoff, for `cause`.
+        case retry(APNsRetryCause, dueAt: Int64)
+    }
+
+    let configuration: Configuration
+    private let jitter: APNsJitterSource
+    private var queue: [Entry] = []
+    private var queueHead = 0
+    private var retries = APNsRetryHeap()
+    private var nextSweepAt: Int64?
+
+    init(configuration: Configuration, jitter: APNsJitterSource) {
+        self.configuration = configuration
+        self.jitter = jitter
+    }
+
+    /// Notifications waiting for a stream now.
+    var queuedCount: Int { queue.count - queueHead }
+    /// Notifications waiting for their retry time.
+    var retryingCount: Int { retries.count }
+
+    /// When `tick` next has something to do: the earliest due retry, or the next expiry check
+    /// while notifications wait.
+    var nextDeadline: Int64? {
+        switch (retries.earliestDueAt, queuedCount > 0 ? nextSweepAt : nil) {
+        case let (retry?, sweep?): min(retry, sweep)
+        case let (retry?, nil): retry
+        case let (nil, sweep?): sweep
+        case (nil, nil): nil
+        }
+    }
+
+    // MARK: - Events
+
+    /// New notifications from `APNsClient.send`.
+    mutating func enqueue(_ batch: [APNsPendingNotification], now: Int64) {
+        queue.reserveCapacity(queue.count + batch.count)
+        for pending in batch {
+            queue.append(Entry(pending))
+        }
+        scheduleSweepIfNeeded(now: now)
+    }
+
+    /// The next notification to put on a stream, or nil when none waits. Notifications whose
+    /// `expiration` has passed are appended to `finished` on the way.
+    mutating func nextToSend(now: APNsInstant, finished: inout [(Entry, APNsDeliveryResult)]) -> Entry? {
+        while queueHead < queue.count {
+            let entry = queue[queueHead]
+            queueHead += 1
+            if entry.hasExpired(unixSeconds: now.unixSeconds) {
+                finished.append((entry, entry.resultWithoutAnotherAttempt))
+                continue
+            }
+            return entry
+        }
+        compact()
+        return nil
+    }
+
+    /// Gives back a notification taken by `nextToSend` that could not be submitted after all;
+    /// it goes first again.
+    mutating func putBack(_ entry: Entry) {
+        if queueHead > 0 {
+            queueHead -= 1
+            queue[queueHead] = entry
+        } else {
+            queue.insert(entry, at: 0)
+        }
+    }
+
+    /// A stream ended with `answer`; `disposition` is `APNsAnswerDisposition.of(answer, …)`.
+    /// A retry is kept here until its time; a final answer is returned to report.
+    mutating func streamFinished(_ entry: Entry, answer: APNsAnswer, disposition: APNsAnswerDisposition,
+                                 now: APNsInstant) -> Decision {
+        var entry = entry
+        guard case .retry(let cause) = disposition else {
+            entry.attempts += 1
+            return .finish(Entry.result(of: answer, attempts: entry.attempts))
+        }
+        let delay: Int64
+        if cause.countsAsAttempt || entry.notProcessedResends >= configuration.freeNotProcessedResends {
+            entry.attempts += 1
+            entry.lastAnswer = answer
+            if entry.attempts >= configuration.maxAttempts {
+                return .finish(Entry.result(of: answer, attempts: entry.attempts))
+            }
+            delay = configuration.retryBackoff.fullJitterNanoseconds(attempt: entry.attempts, jitter: jitter)
+        } else {
+            entry.notProcessedResends += 1
+            if entry.lastAnswer == nil { entry.lastAnswer = answer }
+            // Equal jitter: never a zero delay, so a refusing server cannot make the pool spin.
+            delay = configuration.notProcessedBackoff.equalJitterNanoseconds(
+                attempt: entry.notProcessedResends, jitter: jitter)
+        }
+        let dueAt = now.nanoseconds + delay
+        // Never past the notification's expiration: if the retry would come after it, stop now.
+        if let expiration = entry.pending.notification.expiration, expiration > 0,
+           now.unixMilliseconds + delay / 1_000_000 >= expiration * 1000 {
+            return .finish(entry.resultWithoutAnotherAttempt)
+        }
+        retries.insert(entry, dueAt: dueAt)
+        return .retry(cause, dueAt: dueAt)
+    }
+
+    /// Time passes: due retries join the queue; waiting notifications whose `expiration` passed
+    /// are returned to report.
+    mutating func tick(now: APNsInstant) -> [(Entry, APNsDeliveryResult)] {
+        var finished: [(Entry, APNsDeliveryResult)] = []
+        while let entry = retries.popDue(now: now.nanoseconds) {
+            queue.append(entry)
+        }
+        if let sweepAt = nextSweepAt, now.nanoseconds >= sweepAt {
+            nextSweepAt = nil
+            sweepExpired(now: now, into: &finished)
+        }
+        scheduleSweepIfNeeded(now: now.nanoseconds)
+        return finished
+    }
+
+    /// Shutdown: every notification still here, queued or waiting for a retry.
+    mutating func removeAll() -> [Entry] {
+        var all = Array(queue[queueHead...])
+        all.append(contentsOf: retries.removeAll())
+        queue.removeAll()
+        queueHead = 0
+        nextSweepAt = nil
+        return all
+    }
+
+    // MARK: - Internals
+
+    private mutating func scheduleSweepIfNeeded(now: Int64) {
+        if nextSweepAt == nil, queuedCount > 0 {
+            nextSweepAt = now + configuration.expirySweepNanoseconds
+        }
+    }
+
+    private mutating func sweepExpired(now: APNsInstant, into finished: inout [(Entry, APNsDeliveryResult)]) {
+        let seconds = now.unixSeconds
+        guard queue[queueHead...].contains(where: { $0.hasExpired(unixSeconds: seconds) }) else { return }
+        var kept: [Entry] = []
+        kept.reserveCapacity(queuedCount)
+        for entry in queue[queueHead...] {
+            if entry.hasExpired(unixSeconds: seconds) {
+                finished.append((entry, entry.resultWithoutAnotherAttempt))
+            } else {
+                kept.append(entry)
+            }
+        }
+        queue = kept
+        queueHead = 0
+    }
+
+    private mutating func compact() {
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: queue.count < 65_536)
+            queueHead = 0
+        } else if queueHead > 4096 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+    }
+}
+
+/// Retries waiting for their time: a binary min-heap by due time, then by insertion order.
+struct APNsRetryHeap {
+    private struct Item {
+        var dueAt: Int64
+        var sequence: UInt64
+        var entry: APNsDeliveryStateMachine.Entry
+
+        func isBefore(_ other: Item) -> Bool {
+            dueAt != other.dueAt ? dueAt < other.dueAt : sequence < other.sequence
+        }
+    }
+
+    private var items: [Item] = []
+    private var nextSequence: UInt64 = 0
+
+    var count: Int { items.count }
+    var earliestDueAt: Int64? { items.first?.dueAt }
+
+    mutating func insert(_ entry: APNsDeliveryStateMachine.Entry, dueAt: Int64) {
+        items.append(Item(dueAt: dueAt, sequence: nextSequence, entry: entry))
+        nextSequence &+= 1
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child].isBefore(items[parent]) else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func popDue(now: Int64) -> APNsDeliveryStateMachine.Entry? {
+        guard let first = items.first, first.dueAt <= now else { return nil }
+        let last = items.removeLast()
+        if !items.isEmpty {
+            items[0] = last
+            var parent = 0
+            while true {
+                let left = 2 * parent + 1
+                guard left < items.count else { break }
+                var smallest = left
+                if left + 1 < items.count && items[left + 1].isBefore(items[left]) { smallest = left + 1 }
+                guard items[smallest].isBefore(items[parent]) else { break }
+                items.swapAt(smallest, parent)
+                parent = smallest
+            }
+        }
+        return first.entry
+    }
+
+    mutating func removeAll() -> [APNsDeliveryStateMachine.Entry] {
+        defer { items.removeAll() }
+        return items.map(\.entry)
+    }
+}

@@ -1,0 +1,189 @@
+import HTTP2
+import Testing
+@testable import APNs
+
+@Suite struct APNsDeliveryStateMachineTests {
+    private func machine(maxAttempts: Int = 5, jitter: APNsJitterSource = seededJitter(3)) -> APNsDeliveryStateMachine {
+        APNsDeliveryStateMachine(
+            configuration: .init(maxAttempts: maxAttempts,
+                                 retryBackoff: APNsBackoff(initial: .milliseconds(100), maximum: .seconds(30))),
+            jitter: jitter)
+    }
+
+    private static let unavailable = APNsAnswer.response(APNsResponse(status: 503, reason: .serviceUnavailable))
+
+    /// Sends every due notification and answers it with `answer` until the machine finishes it;
+    /// returns the result, the retry causes and the retry delays.
+    private func runUntilFinished(
+        _ machine: inout APNsDeliveryStateMachine, answer: (Int) -> APNsAnswer, afterGoAway: Bool = false,
+        start: Int64 = 0
+    ) -> (APNsDeliveryResult?, [APNsRetryCause], [Int64]) {
+        var now = start
+        var causes: [APNsRetryCause] = []
+        var delays: [Int64] = []
+        var request = 0
+        while true {
+            var finished: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+            finished += machine.tick(now: instant(nanoseconds: now))
+            if let result = finished.first?.1 { return (result, causes, delays) }
+            if let entry = machine.nextToSend(now: instant(nanoseconds: now), finished: &finished) {
+                let reply = answer(request)
+                request += 1
+                switch machine.streamFinished(entry, answer: reply,
+                                              disposition: .of(reply, afterGoAway: afterGoAway),
+                                              now: instant(nanoseconds: now)) {
+                case .finish(let result):
+                    return (result, causes, delays)
+                case .retry(let cause, let dueAt):
+                    causes.append(cause)
+                    delays.append(dueAt - now)
+                }
+            }
+            if let result = finished.first?.1 { return (result, causes, delays) }
+            guard let next = machine.nextDeadline else { return (nil, causes, delays) }
+            now = max(now, next)
+        }
+    }
+
+    @Test func retriesUntilMaxAttemptsWithFullJitterBackoffAndReportsTheRealCount() {
+        var delivery = machine()
+        delivery.enqueue([pendingNotification(tag: 1)], now: 0)
+        let (result, causes, delays) = runUntilFinished(&delivery) { _ in Self.unavailable }
+        let final = try! #require(result)   // invariant in this test: the loop ends with a result
+        #expect(final.attempts == 5)
+        guard case .response(let response) = final.outcome else {
+            Issue.record("expected the last 503, got \(final.outcome)")
+            return
+        }
+        #expect(response.status == 503 && response.reason == .serviceUnavailable)
+        #expect(causes == Array(repeating: .status5xx, count: 4))
+        for (index, delay) in delays.enumerated() {
+            #expect(delay >= 0 && delay <= 100 * millisecond << index)
+        }
+        #expect(delivery.queuedCount == 0 && delivery.retryingCount == 0)
+    }
+
+    @Test func deliveredAfterTransientFailuresCountsEveryRequestAPNsSaw() {
+        var delivery = machine()
+        delivery.enqueue([pendingNotification(tag: 1)], now: 0)
+        let answers: [APNsAnswer] = [
+            .response(APNsResponse(status: 429, reason: .tooManyRequests)),
+            .failure(.timeout),
+            .failure(.connectionLost("reset")),
+            .response(APNsResponse(status: 200)),
+        ]
+        let (result, causes, _) = runUntilFinished(&delivery) { answers[$0] }
+        #expect(causes == [.status429, .timeout, .connectionLost])
+        #expect(result?.attempts == 4)
+        guard case .response(let response)? = result?.outcome else {
+            Issue.record("no response")
+            return
+        }
+        #expect(response.status == 200)
+    }
+
+    @Test func finalAnswersAreNeverRetried() {
+        for status in [400, 403, 404, 405, 410, 413, 418] {
+            var delivery = machine()
+            delivery.enqueue([pendingNotification(tag: 1)], now: 0)
+            let (result, causes, _) = runUntilFinished(&delivery) { _ in
+                .response(APNsResponse(status: status, reason: .unknown("SomethingNew")))
+            }
+            #expect(causes.isEmpty && result?.attempts == 1, "status \(status)")
+        }
+        // Every 5xx is retried.
+        for status in [500, 502, 503, 504, 599] {
+            var delivery = machine(maxAttempts: 2)
+            delivery.enqueue([pendingNotification(tag: 1)], now: 0)
+            let (result, causes, _) = runUntilFinished(&delivery) { _ in .response(APNsResponse(status: status)) }
+            #expect(causes == [.status5xx] && result?.attempts == 2, "status \(status)")
+        }
+    }
+
+    @Test func neverRetriesPastTheExpiration() {
+        var delivery = machine(maxAttempts: 1_000)
+        // Expires 10 s after the start of simulated time.
+        let expiration = instant(nanoseconds: 0).unixSeconds + 10
+        delivery.enqueue([pendingNotification(tag: 1, expiration: expiration)], now: 0)
+        var lastRequestAt: Int64 = 0
+        let (result, causes, delays) = runUntilFinished(&delivery) { _ in Self.unavailable }
+        for delay in delays { lastRequestAt += delay }
+        #expect(result != nil)
+        #expect(causes.count >= 3)
+        #expect(lastRequestAt < 10 * second)
+        // It was tried: the last answer is reported (failed), not `expired`.
+        guard case .response(let response)? = result?.outcome else {
+            Issue.record("expected the last 503")
+            return
+        }
+        #expect(response.status == 503 && result!.attempts == causes.count + 1)
+    }
+
+    @Test func notProcessedStreamsAreResentWithoutCountingButNeverInATightLoop() {
+        var delivery = machine()
+        delivery.enqueue([pendingNotification(tag: 1)], now: 0)
+        // A server that refuses every stream forever.
+        let (result, causes, delays) = runUntilFinished(&delivery) { _ in .failure(.refused) }
+        #expect(result?.attempts == 5)   // after the free re-sends, refusals count: it ends
+        #expect(causes.prefix(8).allSatisfy { $0 == .refused })
+        #expect(causes.count == 8 + 4)
+        // Free re-sends: at least 10 ms apart (equal jitter over 20 ms, doubling up to 1 s).
+        #expect(delays.prefix(8).allSatisfy { $0 >= 10 * millisecond })
+        // GOAWAY: the same path, labelled goaway; one re-send, then delivered with attempts 1.
+        var other = machine()
+        other.enqueue([pendingNotification(tag: 2)], now: 0)
+        let replies: [APNsAnswer] = [.failure(.refused), .response(APNsResponse(status: 200))]
+        let (delivered, goAwayCauses, _) = runUntilFinished(&other, answer: { replies[$0] }, afterGoAway: true)
+        #expect(goAwayCauses == [.goAway] && delivered?.attempts == 1)
+    }
+
+    @Test func waitingNotificationsExpireOnTheTimerWithoutAConnection() {
+        var delivery = machine()
+        let base = instant(nanoseconds: 0).unixSeconds
+        delivery.enqueue([
+            pendingNotification(tag: 1, expiration: base + 5),
+            pendingNotification(tag: 2),
+            pendingNotification(tag: 3, expiration: base + 3600),
+            pendingNotification(tag: 4, expiration: 0),   // 0: send once, never stored: not a deadline
+        ], now: 0)
+        // No connection for two hours: only the timer runs.
+        var now: Int64 = 0
+        var expired: [UInt64: Int64] = [:]
+        while now < 2 * 3600 * second, let next = delivery.nextDeadline {
+            now = next
+            for (entry, result) in delivery.tick(now: instant(nanoseconds: now)) {
+                guard case .expired = result.outcome, result.attempts == 0 else {
+                    Issue.record("tag \(entry.pending.tag): \(result.outcome)")
+                    continue
+                }
+                expired[entry.pending.tag] = now
+            }
+        }
+        #expect(Set(expired.keys) == [1, 3])
+        #expect(expired[1]! <= 6 * second)            // checked every second while waiting
+        #expect(expired[3]! <= 3601 * second)
+        #expect(delivery.queuedCount == 2)
+        var finished: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+        #expect(delivery.nextToSend(now: instant(nanoseconds: now), finished: &finished)?.pending.tag == 2)
+        #expect(delivery.nextToSend(now: instant(nanoseconds: now), finished: &finished)?.pending.tag == 4)
+        #expect(finished.isEmpty)
+    }
+
+    @Test func aRetryIsOneHeapEntryAndTheEarliestSetsTheDeadline() {
+        var delivery = machine(jitter: fixedJitter(0.5))
+        delivery.enqueue((0..<1_000).map { pendingNotification(tag: $0) }, now: 0)
+        var finished: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+        var entries: [APNsDeliveryStateMachine.Entry] = []
+        while let entry = delivery.nextToSend(now: instant(nanoseconds: 0), finished: &finished) { entries.append(entry) }
+        for (index, entry) in entries.enumerated() {
+            let answer: APNsAnswer = index % 2 == 0 ? Self.unavailable : .failure(.timeout)
+            _ = delivery.streamFinished(entry, answer: answer, disposition: .of(answer, afterGoAway: false),
+                                        now: instant(nanoseconds: Int64(index) * millisecond))
+        }
+        #expect(delivery.retryingCount == 1_000 && delivery.queuedCount == 0)
+        #expect(delivery.nextDeadline == 50 * millisecond)
+        _ = delivery.tick(now: instant(nanoseconds: 50 * millisecond))
+        #expect(delivery.queuedCount == 1 && delivery.retryingCount == 999)
+        #expect(delivery.removeAll().count == 1_000)
+    }
+}

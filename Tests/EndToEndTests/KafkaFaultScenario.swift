@@ -1,0 +1,115 @@
+import Bridge
+import BridgeLocal
+import Foundation
+import JSON
+import Kafka
+import Observability
+import TestSupport
+
+/// One Kafka fault scenario over the whole pipeline: a `DemoWorkload` in two halves on a mock
+/// cluster of several brokers, the first half fully processed and committed before the fault,
+/// the second half produced into it; then every output topic is read until it settles and checked
+/// against the workload, and the group's committed offsets against what was produced.
+struct KafkaFaultScenario {
+    let environment: LocalEnvironment
+    let workload: DemoWorkload
+    let groupID: String
+
+    /// Starts the environment (`brokers` brokers, 4 partitions per topic).
+    init(groupID: String, brokers: Int = 3, requests: Int = 160, seed: UInt64 = 11) throws {
+        workload = DemoWorkload(count: requests, seed: seed)
+        environment = try LocalEnvironment(partitions: 4, unregisteredTokens: workload.unregisteredTokens, brokers: brokers)
+        self.groupID = groupID
+    }
+
+    var firstHalf: ArraySlice<DemoWorkload.Record> { workload.records.prefix(workload.records.count / 2) }
+    var secondHalf: ArraySlice<DemoWorkload.Record> { workload.records.dropFirst(workload.records.count / 2) }
+
+    /// The bridge's configuration, with the consumer's session timeout set to
+    /// `sessionTimeoutMilliseconds` and `producer` added to the producer's properties.
+    func configurationYAML(sessionTimeoutMilliseconds: Int = 6000, producer: [String: String] = [:]) -> String {
+        environment.configurationYAML(groupID: groupID, producer: producer)
+            .replacingOccurrences(of: "session.timeout.ms: 6000", with: "session.timeout.ms: \(sessionTimeoutMilliseconds)")
+    }
+
+    /// Sum of the group's committed offsets over the request topic (nil while Kafka does not answer).
+    func committedCount() -> Int64? {
+        try? environment.committedRequestCount(groupID: groupID)
+    }
+
+    /// The group's committed offsets by partition of the request topic.
+    func committedOffsets() throws -> [Int32: Int64] {
+        try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: groupID,
+            topic: environment.requestTopic, partitions: environment.partitions)
+    }
+
+    /// Waits (up to `timeout`) until the group has committed exactly `count` records.
+    func waitUntilCommitted(_ count: Int, timeout: Duration = .seconds(90)) -> Bool {
+        waitFor(timeout: timeout, every: .milliseconds(250)) { committedCount() == Int64(count) }
+    }
+
+    /// Reads the three output topics from the beginning, each until the expected count arrived
+    /// (up to 30 s) and then for 3 s more, so that a duplicate is counted too.
+    /// - Parameter allowingDuplicates: for runs where at least once may repeat outputs (a crash).
+    func settledOutputs(allowingDuplicates: Bool = false) -> SettledOutputs {
+        let topics = [environment.resultsTopic, environment.deadLetterTopic, environment.invalidTokensTopic]
+        let expected = [workload.expectedResults, workload.expectedDeadLetters, workload.expectedInvalidTokens]
+        let read = Locked<[Int: [KafkaMessage]]>([:])
+        DispatchQueue.concurrentPerform(iterations: topics.count) { index in
+            let messages = (try? KafkaTopicReader.readAll(
+                bootstrapServers: environment.kafka.bootstrapServers, topic: topics[index],
+                expectedCount: expected[index], timeoutMilliseconds: 30_000, settleMilliseconds: 3_000)) ?? []
+            read.withLock { $0[index] = messages }
+        }
+        let byTopic = read.withLock { $0 }
+        return SettledOutputs(
+            results: byTopic[0] ?? [], deadLetters: byTopic[1] ?? [], invalidTokens: byTopic[2] ?? [],
+            allowsDuplicates: allowingDuplicates)
+    }
+
+    func close() {
+        environment.close()
+    }
+}
+
+/// What the output topics held once they settled.
+struct SettledOutputs {
+    let results: [KafkaMessage]
+    let deadLetters: [KafkaMessage]
+    let invalidTokens: [KafkaMessage]
+    /// Whether a token may have more than one result (after a crash).
+    let allowsDuplicates: Bool
+
+    /// Every way these outputs differ from the workload's: a token without its result, with a
+    /// wrong outcome or (unless duplicates are allowed) with more than one result.
+    func problems(against workload: DemoWorkload, requests: some Collection<DemoWorkload.Record>) -> [String] {
+        let ids = Set(requests.compactMap { record -> String? in
+            guard let document = try? JSONScanner.parse(record.value) else { return nil }
+            return document.root["id"]?.stringValue
+        })
+        let expected = workload.expectedOutcomes.filter { key, _ in ids.contains(String(key.prefix { $0 != "|" })) }
+        var seen: [String: Int] = [:]
+        var problems: [String] = []
+        for message in results {
+            guard let value = message.value, let document = try? JSONScanner.parse(value),
+                  let requestID = document.root["request_id"]?.stringValue, let token = document.root["token"]?.stringValue,
+                  let outcome = document.root["outcome"]?.stringValue else {
+                problems.append("unreadable result at offset \(message.offset)")
+                continue
+            }
+            let key = DemoWorkload.outcomeKey(requestID: requestID, token: token)
+            seen[key, default: 0] += 1
+            if expected[key]?.rawValue != outcome {
+                problems.append("\(key): got \(outcome), expected \(expected[key]?.rawValue ?? "no result")")
+            }
+        }
+        for (key, count) in seen where count > 1 && !allowsDuplicates {
+            problems.append("\(key): \(count) results")
+        }
+        for key in expected.keys where seen[key] == nil {
+            problems.append("\(key): no result")
+        }
+        return problems
+    }
+}
