@@ -77,7 +77,9 @@ public enum BenchmarkRunner {
             extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}\nlog: {level: \(settings.bridgeLogLevel), format: text}",
             consumer: settings.consumerProperties
         )
-        let bridges = try (0..<settings.instances).map { _ in try BridgeProcess(executable: settings.executable, yaml: yaml) }
+        let bridges = try (1...settings.instances).map {
+            try BridgeProcess(executable: settings.executable, yaml: yaml, instanceID: "bench-instance-\($0)")
+        }
         var produced = 0
         defer { for bridge in bridges where bridge.child.isRunning { _ = bridge.stop(timeoutSeconds: 10) } }
 

@@ -14,10 +14,12 @@ public final class BridgeProcess: @unchecked Sendable {
     public let statusPort: Int
     private let directory: String
 
-    /// Writes `yaml` (whose `http.listen` this replaces) and starts `executable run --config …`.
-    /// The bridge's log (warnings and errors) goes to `bridge.log` in a temporary folder, kept
-    /// only while the process object lives.
-    public init(executable: String, yaml: String) throws {
+    /// Writes `yaml` (whose `http.listen` this replaces) and starts `executable run --config …`
+    /// with `APNS_BRIDGE_INSTANCE_ID` set to `instanceID` (instances of one group need distinct
+    /// ids: exactly-once mode derives each one's transactional id from it). The bridge's log
+    /// (warnings and errors) goes to `bridge.log` in a temporary folder, kept only while the
+    /// process object lives.
+    public init(executable: String, yaml: String, instanceID: String) throws {
         directory = try LocalFiles.makeTemporaryDirectory(prefix: "apns-bridge-instance")
         do {
             statusPort = try Self.freePort()
@@ -25,6 +27,7 @@ public final class BridgeProcess: @unchecked Sendable {
             let configured = yaml.replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(statusPort)")
             try configured.write(toFile: configFile, atomically: true, encoding: .utf8)
             child = try ChildProcess(executable: executable, arguments: ["run", "--config", configFile],
+                                     environment: ["APNS_BRIDGE_INSTANCE_ID": instanceID],
                                      errorFile: directory + "/bridge.log")
         } catch {
             LocalFiles.removeDirectory(directory)

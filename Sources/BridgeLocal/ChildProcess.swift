@@ -29,10 +29,12 @@ public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t
     private let exitState = Locked<Exit?>(nil)
 
-    /// Starts `executable` with `arguments`; standard output goes to `outputFile` (truncated) or
-    /// /dev/null, standard error to `errorFile` or /dev/null, standard input is /dev/null.
+    /// Starts `executable` with `arguments` and this process's environment plus `environment`;
+    /// standard output goes to `outputFile` (truncated) or /dev/null, standard error to
+    /// `errorFile` or /dev/null, standard input is /dev/null.
     /// - Throws: `SpawnError` when `posix_spawn` fails.
-    public init(executable: String, arguments: [String], outputFile: String? = nil, errorFile: String? = nil) throws {
+    public init(executable: String, arguments: [String], environment: [String: String] = [:],
+                outputFile: String? = nil, errorFile: String? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -40,9 +42,17 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, outputFile ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errorFile ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
+        var inherited: [UnsafeMutablePointer<CChar>?] = []
+        var entry = environ
+        while let variable = entry.pointee {
+            let name = String(cString: variable).prefix { $0 != "=" }
+            if environment[String(name)] == nil { inherited.append(strdup(variable)) }
+            entry += 1
+        }
+        let envp = inherited + environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
         var child: pid_t = 0
-        let result = posix_spawn(&child, executable, &actions, nil, argv, environ)
+        let result = posix_spawn(&child, executable, &actions, nil, argv, envp)
         guard result == 0 else {
             throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(result)))")
         }
