@@ -106,6 +106,8 @@ public final class APNsClient: Sendable {
 
     /// Creates the pool; call `start()` to connect.
     /// - Parameters:
+    ///   - delegate: receives the answers; not retained (its owner, typically the owner of the
+    ///     client too, keeps it alive).
     ///   - tokenProvider: the JWT source for token auth; nil for certificate auth.
     ///   - clock: the time source of the pool's state machines.
     ///   - jitter: the randomness of backoffs.

@@ -57,9 +57,10 @@ public final class LocalEnvironment: @unchecked Sendable {
     /// verbatim at the top level (e.g. `limits:` or `log:` sections); `producer` and `consumer` add
     /// librdkafka producer and consumer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
     /// runs never compete for 9464.
+    /// `apns` adds lines to the `apns:` section (e.g. `retry: {...}`).
     public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false,
                                   extra: String = "", producer: [String: String] = [:],
-                                  consumer: [String: String] = [:]) -> String {
+                                  consumer: [String: String] = [:], apns: String = "") -> String {
         let producerLines = producer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
         let consumerLines = consumer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
         return """
@@ -82,6 +83,7 @@ public final class LocalEnvironment: @unchecked Sendable {
           sandbox_url: https://127.0.0.1:\(simulator.port)
           ca_file: \(credentials.caFile)
           request_timeout: 10s
+          \(apns)
         apps:
           - name: demo
             bundle_id: com.example.demo
@@ -97,10 +99,12 @@ public final class LocalEnvironment: @unchecked Sendable {
 
     /// The parsed configuration of `configurationYAML`.
     public func configuration(
-        groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false, extra: String = ""
+        groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false, extra: String = "",
+        apns: String = ""
     ) throws -> BridgeConfiguration {
         try BridgeConfiguration.parse(
-            yaml: configurationYAML(groupID: groupID, connections: connections, exactlyOnce: exactlyOnce, extra: extra),
+            yaml: configurationYAML(groupID: groupID, connections: connections, exactlyOnce: exactlyOnce, extra: extra,
+                                    apns: apns),
             environment: [:])
     }
 

@@ -33,9 +33,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// The default cap on what is kept of a response body (see `maxResponseBodyBytes`).
     public static let defaultMaxResponseBodyBytes = 1 << 20
     /// The cap on response header fields kept per stream (APNs sends a handful); more are dropped.
-    static let maxResponseHeaderFields = 32
+    public static let maxResponseHeaderFields = 32
     /// The cap on the bytes of response header names and values kept per stream.
-    static let maxResponseHeaderBytes = 8 * 1024
+    public static let maxResponseHeaderBytes = 8 * 1024
     /// How long connecting, the TLS handshake and the first SETTINGS may take.
     static let connectTimeoutNanoseconds: UInt64 = 10_000_000_000
 

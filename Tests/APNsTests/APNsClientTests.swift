@@ -8,7 +8,7 @@ import APNsSimulator
 import Observability
 
 /// Records every delegate call by tag (a tag finished twice shows up as two entries).
-private final class DeliveryRecorder: APNsClientDelegate {
+final class DeliveryRecorder: APNsClientDelegate {
     struct Delivery {
         let token: String
         let result: APNsDeliveryResult
@@ -21,6 +21,22 @@ private final class DeliveryRecorder: APNsClientDelegate {
         deliveries.withLock { $0[tag, default: []].append(Delivery(token: notification.token, result: result)) }
         calls.add(1, ordering: .relaxed)
     }
+
+    private let retryCauses = Locked<[APNsRetryCause: Int]>([:])
+    private let statuses = Locked<[Int: Int]>([:])
+
+    func apnsClient(_ client: APNsClient, willRetry cause: APNsRetryCause) {
+        retryCauses.withLock { $0[cause, default: 0] += 1 }
+    }
+
+    func apnsClient(_ client: APNsClient, didReceive status: Int, reason: String?, duration: Duration) {
+        statuses.withLock { $0[status, default: 0] += 1 }
+    }
+
+    /// `willRetry` calls by cause.
+    var retries: [APNsRetryCause: Int] { retryCauses.withLock { $0 } }
+    /// `didReceive` calls by status.
+    var answers: [Int: Int] { statuses.withLock { $0 } }
 
     /// Delegate calls so far.
     var callCount: Int { calls.load(ordering: .relaxed) }
@@ -44,7 +60,7 @@ private final class ShutdownOnFirstAnswer: APNsClientDelegate {
 }
 
 /// An HTTP/2 server over TLS that takes requests and never answers them (keeps the responders).
-private final class SilentHandler: HTTP2ServerHandler {
+final class SilentHandler: HTTP2ServerHandler {
     private let held = Locked<[HTTP2Responder]>([])
 
     func handle(_ request: HTTP2ServerRequest, responder: HTTP2Responder) {
@@ -53,10 +69,15 @@ private final class SilentHandler: HTTP2ServerHandler {
 
     /// Requests received so far.
     var receivedCount: Int { held.withLock { $0.count } }
+
+    /// Drops the held responders (they keep their server connections alive).
+    func releaseAll() {
+        held.withLock { $0.removeAll() }
+    }
 }
 
 /// An HTTP/2 + TLS server whose handler never answers, on a loop of its own.
-private final class SilentServer: Sendable {
+final class SilentServer: Sendable {
     let server: HTTP2Server
     let handler = SilentHandler()
     private let group: EventLoopGroup
@@ -78,11 +99,12 @@ private final class SilentServer: Sendable {
     func stop() {
         server.close()
         group.shutdown()
+        handler.releaseAll()
     }
 }
 
 /// Credentials, client TLS, token provider and client loops shared by one test.
-private struct ClientEnvironment {
+struct ClientEnvironment {
     let scratch: ScratchDirectory
     let credentials: TestCredentials
     let tls: TLSClientContext
@@ -129,7 +151,7 @@ private struct ClientEnvironment {
 /// socket picks it as an ephemeral port, yet a server with SO_REUSEADDR (`HTTP2Server`) may listen
 /// on it. Keeps tests running in parallel from stealing the port of a stopped simulator.
 /// Call `release()` when done.
-private final class PortReservation {
+final class PortReservation {
     let port: Int
     private let descriptor: Int32
 
@@ -161,43 +183,45 @@ private final class PortReservation {
 }
 
 /// A distinct valid device token for `index`.
-private func deviceToken(_ index: Int) -> String {
+func deviceToken(_ index: Int) -> String {
     String(format: "%064lx", index)
 }
 
 /// A canonical apns-id for `index`, echoed by the simulator so answers can be matched to tags.
-private func apnsID(_ index: Int) -> String {
+func apnsID(_ index: Int) -> String {
     String(format: "00000000-0000-4000-8000-%012lx", index)
 }
 
-private func notification(token: String, id: String? = nil) -> APNsNotification {
+func notification(token: String, id: String? = nil) -> APNsNotification {
     APNsNotification(token: token, topic: sampleTopic, apnsID: id, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
 }
 
 /// Pending notifications for tags `range`, each to `deviceToken(tag)` with `apnsID(tag)`.
-private func batch(_ range: Range<Int>) -> [APNsPendingNotification] {
+func batch(_ range: Range<Int>) -> [APNsPendingNotification] {
     range.map { APNsPendingNotification(notification: notification(token: deviceToken($0), id: apnsID($0)), tag: UInt64($0)) }
 }
 
 /// The status of a single `.response`, or nil.
-private func status(_ deliveries: [DeliveryRecorder.Delivery]?) -> Int? {
+func status(_ deliveries: [DeliveryRecorder.Delivery]?) -> Int? {
     guard let deliveries, deliveries.count == 1, case .response(let response) = deliveries[0].result.outcome else { return nil }
     return response.status
 }
 
 /// Expects tags `range` each answered exactly once with 200 and their own apns-id and token.
-private func expectDelivered(_ recorder: DeliveryRecorder, _ range: Range<Int>) {
+func expectDelivered(_ recorder: DeliveryRecorder, _ range: Range<Int>) {
     let snapshot = recorder.snapshot
     var wrong = 0
+    var example = ""
     for index in range {
         guard let deliveries = snapshot[UInt64(index)], deliveries.count == 1,
               case .response(let response) = deliveries[0].result.outcome, response.status == 200,
               response.apnsID == apnsID(index), deliveries[0].token == deviceToken(index) else {
+            if wrong == 0 { example = "tag \(index): \(snapshot[UInt64(index)].map { $0.map { "\($0.result)" } } ?? [])" }
             wrong += 1
             continue
         }
     }
-    #expect(wrong == 0, "\(wrong) of \(range.count) notifications not answered exactly once with their 200")
+    #expect(wrong == 0, "\(wrong) of \(range.count) notifications not answered exactly once with their 200; \(example)")
 }
 
 /// Whether any connection of `client` is ready.
@@ -326,11 +350,18 @@ private func peakActiveStreams(_ client: APNsClient) async -> Int {
         client.send(batch(0..<50))
         #expect(client.queuedCount == 50)
         #expect(recorder.callCount == 0)
+        // Down: the connections back off and retry connecting; nothing is ready, nothing fails.
+        #expect(await eventually { (client.connectionStates[.backoff] ?? 0) > 0 })
+        #expect(!client.hasReadyConnection)
+        #expect(recorder.callCount == 0)
 
         let first = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration(port: port))
         try first.start()
         #expect(await eventually { recorder.callCount >= 50 })
         expectDelivered(recorder, 0..<50)
+        // Connecting is not an attempt.
+        #expect(recorder.snapshot.values.allSatisfy { $0[0].result.attempts == 1 })
+        #expect(await eventually { client.connectionStates[.ready] == 2 && client.hasReadyConnection })
 
         // Closed and restarted: the slots reconnect and deliver what was sent in between.
         first.close()
@@ -476,7 +507,7 @@ struct APNsClientStreamIDTests {
 }
 
 /// Each tag finished exactly once, with a result that `matches`.
-private func expectEachFinishedOnce(
+func expectEachFinishedOnce(
     _ recorder: DeliveryRecorder, tags: Range<Int>, sourceLocation: SourceLocation = #_sourceLocation,
     _ matches: (APNsDeliveryResult.Outcome) -> Bool
 ) throws {

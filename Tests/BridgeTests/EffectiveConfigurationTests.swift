@@ -17,6 +17,7 @@ import Testing
       ca_file: "/etc/ca files/ca.pem"
       request_timeout: 2500ms
       ping_interval: 2h
+      ping_timeout: 3s
       retry: {max_attempts: 7, initial_backoff: 50ms, max_backoff: 1m}
     apps:
       - {name: chat, bundle_id: com.example.chat, environment: sandbox, connections: 3,
@@ -39,6 +40,7 @@ import Testing
         #expect(reparsed == original)
         #expect(printed.contains("request_timeout: 2500ms"))
         #expect(printed.contains("ping_interval: 2h"))
+        #expect(printed.contains("ping_timeout: 3s"))
         #expect(printed.contains("max_backoff: 1m"))
     }
 

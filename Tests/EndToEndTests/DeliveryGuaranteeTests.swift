@@ -45,7 +45,7 @@ struct DeliveryGuaranteeTests {
         defer { log.remove() }
 
         let first = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("first.log"))
-        defer { if first.isRunning { first.terminate() } }
+        defer { BridgeBinary.stop(first) }
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("first.log")) == count })
         #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
         kill(first.processIdentifier, SIGTERM)
@@ -58,7 +58,7 @@ struct DeliveryGuaranteeTests {
 
         try environment.simulator.setFaults(APNsSimulatorFaults())
         let second = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("second.log"))
-        defer { if second.isRunning { second.terminate() } }
+        defer { BridgeBinary.stop(second) }
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: count, timeoutMilliseconds: 60_000, settleMilliseconds: 1_000)

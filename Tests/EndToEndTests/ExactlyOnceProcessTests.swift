@@ -31,7 +31,7 @@ struct ExactlyOnceProcessTests {
 
         let bridge = try BridgeBinary.start(
             ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "solo"], logFile: log)
-        defer { if bridge.isRunning { bridge.terminate() } }
+        defer { BridgeBinary.stop(bridge) }
         _ = try OutputLedger.read(environment, waitingFor: workload, seconds: 90)
         kill(bridge.processIdentifier, SIGTERM)
         #expect(BridgeBinary.wait(bridge, seconds: 30) == 0)
@@ -64,14 +64,14 @@ struct ExactlyOnceProcessTests {
 
         let first = try BridgeBinary.start(
             ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "a"], logFile: logs.file("a.log"))
-        defer { if first.isRunning { first.terminate() } }
+        defer { BridgeBinary.stop(first) }
         let early = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: firstResults, timeoutMilliseconds: 60_000)
         #expect(early.count == firstResults)
         let second = try BridgeBinary.start(
             ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "b"], logFile: logs.file("b.log"))
-        defer { if second.isRunning { second.terminate() } }
+        defer { BridgeBinary.stop(second) }
         #expect(waitFor(timeout: .seconds(60)) { Self.log(logs.file("b.log"), contains: "partitions assigned") })
         #expect(Self.log(logs.file("a.log"), contains: "partitions revoked"))
         try environment.produceRequests(Array(records[300...]))
@@ -114,7 +114,7 @@ struct ExactlyOnceProcessTests {
             #expect(seen.count >= target)
         }
         let last = try BridgeBinary.start(arguments, environment: instance)
-        defer { if last.isRunning { last.terminate() } }
+        defer { BridgeBinary.stop(last) }
         #expect(waitFor(timeout: .seconds(120), every: .milliseconds(250)) {
             (try? environment.committedRequestCount(groupID: "eos-kills")) == Int64(workload.records.count)
         })
@@ -155,7 +155,7 @@ struct ExactlyOnceProcessTests {
         let bridge = try BridgeBinary.start(
             ["run", "--config", configFile.path], environment: ["APNS_BRIDGE_INSTANCE_ID": "zombie"],
             logFile: logs.file("bridge.log"))
-        defer { if bridge.isRunning { bridge.terminate() } }
+        defer { BridgeBinary.stop(bridge) }
         let early = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: 20, timeoutMilliseconds: 60_000)

@@ -24,7 +24,7 @@ struct SoakTests {
         let scratch = try ScratchDirectory(prefix: "apns-bridge-soak")
         defer { scratch.remove() }
         let (simulator, port) = try SimulatorProcessTests.startSimulator(directory: scratch.path, Self.simulatorFaults)
-        defer { if simulator.isRunning { simulator.terminate() } }
+        defer { BridgeBinary.stop(simulator) }
         let kafka = try MockKafkaCluster(brokers: 1)
         defer { kafka.close() }
         let topics = (requests: "apns.requests", results: "apns.results", invalid: "apns.invalid-tokens", dead: "apns.dead-letters")

@@ -205,4 +205,33 @@ final class RequestPump: @unchecked Sendable {
         #expect(client.delegate.failure(5) == .reset(code: 0xb))  // ENHANCE_YOUR_CALM
         try await client.stop()
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func responseHeadersAndBodiesAreKeptOnlyUpToTheirCaps() async throws {
+        let pair = try ClientServerPair(maxResponseBodyBytes: 4096)
+        defer { pair.tearDown() }
+        let client = pair.client
+        #expect(try await client.connect())
+        #expect(await client.submit(testRequest(tag: 1, path: "/bulky"), tag: 1))
+        #expect(await eventually { client.delegate.result(1) != nil })
+        guard case .success(let response)? = client.delegate.result(1) else {
+            Issue.record("bulky answer failed: \(String(describing: client.delegate.result(1)))")
+            return
+        }
+        // The answer completes; what is kept is bounded, the rest was read and dropped.
+        #expect(response.status == 500)
+        #expect(response.body.count == 4096)
+        #expect(response.headers.count <= HTTP2ClientConnection.maxResponseHeaderFields)
+        #expect(response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+                <= HTTP2ClientConnection.maxResponseHeaderBytes)
+        // The connection carries on.
+        #expect(await client.submit(testRequest(tag: 2), tag: 2))
+        #expect(await eventually { client.delegate.result(2) != nil })
+        guard case .success(let next)? = client.delegate.result(2) else {
+            Issue.record("next stream failed")
+            return
+        }
+        #expect(next.status == 200)
+        try await client.stop()
+    }
 }

@@ -100,6 +100,13 @@ final class TestHandler: HTTP2ServerHandler, @unchecked Sendable {
             $0.maxInFlight = max($0.maxInFlight, $0.inFlight)
         }
         if request.path.hasPrefix("/never") { return }
+        if request.path.hasPrefix("/bulky") {
+            // Far more than any client should keep: 100 headers of 150 bytes and a 3 MiB body.
+            stats.withLock { $0.inFlight -= 1 }
+            let headers = (0..<100).map { (name: "x-filler-\($0)", value: String(repeating: "v", count: 150)) }
+            responder.respond(status: 500, headers: headers, body: [UInt8](repeating: 0x78, count: 3 << 20))
+            return
+        }
         let answer: @Sendable () -> Void = { [self] in
             stats.withLock { $0.inFlight -= 1 }
             responder.respond(status: 200, headers: [("x-path", request.path), ("content-type", "application/octet-stream")],
@@ -154,10 +161,12 @@ final class TestClient: @unchecked Sendable {
     let connection: HTTP2ClientConnection
 
     init(host: String = "127.0.0.1", port: Int, tls: TLSClientContext,
-         streamTimeoutNanoseconds: UInt64 = 10_000_000_000) throws {
+         streamTimeoutNanoseconds: UInt64 = 10_000_000_000,
+         maxResponseBodyBytes: Int = HTTP2ClientConnection.defaultMaxResponseBodyBytes) throws {
         loop = try EventLoop(name: "test-client")
         connection = HTTP2ClientConnection(host: host, port: port, tls: tls, loop: loop, delegate: delegate,
-                                           streamTimeoutNanoseconds: streamTimeoutNanoseconds)
+                                           streamTimeoutNanoseconds: streamTimeoutNanoseconds,
+                                           maxResponseBodyBytes: maxResponseBodyBytes)
     }
 
     /// Starts connecting and waits until the connection is ready (or closed).
@@ -194,7 +203,8 @@ final class ClientServerPair: @unchecked Sendable {
     let server: TestServer
     let client: TestClient
 
-    init(maxConcurrentStreams: Int = 100, streamTimeoutNanoseconds: UInt64 = 10_000_000_000) throws {
+    init(maxConcurrentStreams: Int = 100, streamTimeoutNanoseconds: UInt64 = 10_000_000_000,
+         maxResponseBodyBytes: Int = HTTP2ClientConnection.defaultMaxResponseBodyBytes) throws {
         credentials = try TestCredentials()
         do {
             server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: maxConcurrentStreams)
@@ -204,7 +214,8 @@ final class ClientServerPair: @unchecked Sendable {
         }
         do {
             client = try TestClient(port: server.port, tls: try TLSClientContext(credentials.clientConfiguration),
-                                    streamTimeoutNanoseconds: streamTimeoutNanoseconds)
+                                    streamTimeoutNanoseconds: streamTimeoutNanoseconds,
+                                    maxResponseBodyBytes: maxResponseBodyBytes)
         } catch {
             server.stop()
             credentials.remove()

@@ -28,7 +28,11 @@ extension APNsConnectionPool {
                                                                "reason": "\(reason)"])
             }
             // Its open streams finish `.connectionLost` (back to the queue), then `memberClosed`.
-            member.connection?.close()
+            if let connection = member.connection {
+                connection.close()
+            } else {
+                _ = member.machine.closed(now: clock.now().nanoseconds, lostReason: "no connection")
+            }
         }
     }
 

@@ -22,6 +22,8 @@ final class APNsConnectionPool: @unchecked Sendable {
         var connection: HTTP2ClientConnection?
         /// The most streams ever open at once on this member's connections (for tests).
         var peakActiveStreams = 0
+        /// Streams were submitted during this pump: flush once at its end.
+        var needsFlush = false
         /// Weak: a pool dropped without `shutdown()` must not be kept alive by its connections.
         weak var pool: APNsConnectionPool?
 
@@ -87,7 +89,8 @@ final class APNsConnectionPool: @unchecked Sendable {
     let clock: any APNsClock
     let logger = Logger(label: "apns.pool")
     private weak var client: APNsClient?
-    private var delegate: APNsClientDelegate?
+    /// Weak: the delegate usually owns the client (a pipeline and its pools); no cycle.
+    private weak var delegate: APNsClientDelegate?
 
     var delivery: APNsDeliveryStateMachine
     var members: [Member] = []
@@ -132,7 +135,8 @@ final class APNsConnectionPool: @unchecked Sendable {
         stateCounts.withLock { $0 = [.closed: configuration.connections] }
     }
 
-    /// Wires the pool to its client; called once, before `start()`.
+    /// Wires the pool to its client; called once, before `start()`. The delegate is not retained:
+    /// its owner keeps it alive as long as it wants answers.
     func attach(client: APNsClient, delegate: APNsClientDelegate) {
         self.client = client
         self.delegate = delegate
@@ -177,21 +181,24 @@ final class APNsConnectionPool: @unchecked Sendable {
             return
         }
         let now = clock.now()
-        var touched = Array(repeating: false, count: members.count)
         while delivery.queuedCount > 0 {
-            let open = members.filter { $0.room > 0 }
-            guard !open.isEmpty else { break }
-            let share = max(1, (delivery.queuedCount + open.count - 1) / open.count)
+            var open = 0
+            for member in members where member.room > 0 { open += 1 }
+            guard open > 0 else { break }
+            let share = max(1, (delivery.queuedCount + open - 1) / open)
             var submitted = 0
             rotation &+= 1
-            for offset in 0..<open.count {
-                let member = open[(rotation &+ offset) % open.count]
-                submitted += submit(upTo: share, on: member, authorization: authorization, now: now)
-                touched[member.index] = true
+            for offset in 0..<members.count {
+                let member = members[(rotation &+ offset) % members.count]
+                guard member.room > 0 else { continue }
+                let count = submit(upTo: share, on: member, authorization: authorization, now: now)
+                if count > 0 { member.needsFlush = true }
+                submitted += count
             }
             if submitted == 0 { break }
         }
-        for member in members where touched[member.index] {
+        for member in members where member.needsFlush {
+            member.needsFlush = false
             member.connection?.flush()
         }
         reportFinished()

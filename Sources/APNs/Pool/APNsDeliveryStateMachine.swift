@@ -77,6 +77,8 @@ struct APNsDeliveryStateMachine {
 
     /// Notifications waiting for a stream now.
     var queuedCount: Int { queue.count - queueHead }
+    /// Entries the queue's storage holds, sent ones not yet compacted away included (for tests).
+    var queueStorageCount: Int { queue.count }
     /// Notifications waiting for their retry time.
     var retryingCount: Int { retries.count }
 
@@ -95,6 +97,7 @@ struct APNsDeliveryStateMachine {
 
     /// New notifications from `APNsClient.send`.
     mutating func enqueue(_ batch: [APNsPendingNotification], now: Int64) {
+        compact()
         queue.reserveCapacity(queue.count + batch.count)
         for pending in batch {
             queue.append(Entry(pending))
@@ -167,6 +170,7 @@ struct APNsDeliveryStateMachine {
     /// are returned to report.
     mutating func tick(now: APNsInstant) -> [(Entry, APNsDeliveryResult)] {
         var finished: [(Entry, APNsDeliveryResult)] = []
+        compact()
         while let entry = retries.popDue(now: now.nanoseconds) {
             queue.append(entry)
         }

@@ -50,6 +50,7 @@ extension BridgeConfiguration {
         add(1, "ca_file", apns.caFile.map(text) ?? "null")
         add(1, "request_timeout", DurationText.format(apns.requestTimeout))
         add(1, "ping_interval", DurationText.format(apns.pingInterval))
+        add(1, "ping_timeout", DurationText.format(apns.pingTimeout))
         add(1, "retry")
         add(2, "max_attempts", "\(apns.retry.maxAttempts)")
         add(2, "initial_backoff", DurationText.format(apns.retry.initialBackoff))

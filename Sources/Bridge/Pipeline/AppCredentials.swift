@@ -7,14 +7,29 @@ struct AppCredentials: Sendable {
     let tls: TLSClientContext
     let tokenProvider: APNsTokenProvider?
 
-    /// Loads the key or certificate files of `app`.
-    /// - Throws: `PipelineError` naming the app and the file; never key material or passphrases.
+    /// Loads the key or certificate files of `app`, with a token provider of its own.
     init(app: AppSettings, caFile: String?) throws(PipelineError) {
+        var providers: [String: APNsTokenProvider] = [:]
+        try self.init(app: app, caFile: caFile, tokenProviders: &providers)
+    }
+
+    /// Loads the key or certificate files of `app`.
+    ///
+    /// Apps that use the same key (team id and key id) share one token provider, so one JWT per
+    /// key serves every connection (`tokenProviders` collects them by `team/key`).
+    /// - Throws: `PipelineError` naming the app and the file; never key material or passphrases.
+    init(app: AppSettings, caFile: String?, tokenProviders: inout [String: APNsTokenProvider]) throws(PipelineError) {
         do {
             switch app.auth {
             case .token(let keyFile, let keyID, let teamID):
-                let key = try APNsSigningKey(pemFile: keyFile)
-                tokenProvider = APNsTokenProvider(signer: JWTSigner(key: key, keyID: keyID, teamID: teamID))
+                if let shared = tokenProviders["\(teamID)/\(keyID)"] {
+                    tokenProvider = shared
+                } else {
+                    let key = try APNsSigningKey(pemFile: keyFile)
+                    let provider = APNsTokenProvider(signer: JWTSigner(key: key, keyID: keyID, teamID: teamID))
+                    tokenProviders["\(teamID)/\(keyID)"] = provider
+                    tokenProvider = provider
+                }
                 tls = try TLSClientContext(TLSClientConfiguration(caFile: caFile))
             case .certificate(let certFile, let keyFile, let passphrase):
                 tokenProvider = nil

@@ -203,11 +203,15 @@ extension BridgePipeline {
     }
 
     /// Work between admission and Kafka's acknowledgement, one unit per token (or dead letter):
-    /// notifications waiting for APNs plus results and dead letters waiting for Kafka, kept in
-    /// one counter (`workInFlight`), so a token moving from the first to the second is counted
-    /// exactly once at every moment.
+    /// notifications waiting for APNs plus results and dead letters waiting for Kafka. At least
+    /// once it is one counter (`workInFlight`, taken back by delivery reports), so a token moving
+    /// from the first to the second is counted exactly once at every moment. Exactly once there
+    /// are no per-record delivery reports: outputs leave when their transaction commits, so the
+    /// work is the notifications waiting for APNs plus the outputs buffered for a transaction.
     var inFlight: Int {
-        workInFlight.load(ordering: .relaxed)
+        committer == nil
+            ? workInFlight.load(ordering: .relaxed)
+            : dispatcher.inFlight + publisher.pendingCount
     }
 
     /// Keeps the highest in-flight work seen; called after each admission, the only moment it grows.

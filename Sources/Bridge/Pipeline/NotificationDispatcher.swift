@@ -40,8 +40,10 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         self.group = group
         self.publisher = publisher
         var credentials: [String: AppCredentials] = [:]
+        var tokenProviders: [String: APNsTokenProvider] = [:]   // one JWT per key, shared by its apps
         for app in configuration.apps {
-            credentials[app.name] = try AppCredentials(app: app, caFile: configuration.apns.caFile)
+            credentials[app.name] = try AppCredentials(app: app, caFile: configuration.apns.caFile,
+                                                       tokenProviders: &tokenProviders)
         }
         self.credentials = credentials
     }

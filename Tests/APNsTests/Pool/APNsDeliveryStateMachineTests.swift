@@ -186,4 +186,18 @@ import Testing
         #expect(delivery.queuedCount == 1 && delivery.retryingCount == 999)
         #expect(delivery.removeAll().count == 1_000)
     }
+
+    @Test func aStandingBacklogDoesNotGrowTheQueuesStorage() {
+        var delivery = machine()
+        var finished: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+        var tag: UInt64 = 0
+        // Always 1,000 waiting while 100,000 pass through: sent entries must not pile up.
+        delivery.enqueue((0..<1_000).map { _ in tag += 1; return pendingNotification(tag: tag) }, now: 0)
+        for _ in 0..<1_000 {
+            delivery.enqueue((0..<100).map { _ in tag += 1; return pendingNotification(tag: tag) }, now: 0)
+            for _ in 0..<100 { _ = delivery.nextToSend(now: instant(nanoseconds: 0), finished: &finished) }
+        }
+        #expect(delivery.queuedCount == 1_000)
+        #expect(delivery.queueStorageCount <= 2 * 1_000 + 4_096 + 100)
+    }
 }

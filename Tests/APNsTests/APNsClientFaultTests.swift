@@ -1,0 +1,196 @@
+import Foundation
+@testable import HTTP2
+import Testing
+import TestSupport
+@testable import APNs
+import APNsSimulator
+import Observability
+
+/// Starts a simulator on the test credentials with `faults`.
+private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimulatorFaults,
+                            maxConcurrentStreams: Int = 100) throws -> APNsSimulator {
+    var configuration = environment.credentials.simulatorConfiguration()
+    configuration.maxConcurrentStreams = maxConcurrentStreams
+    configuration.faults = faults
+    let simulator = try APNsSimulator(configuration: configuration)
+    try simulator.start()
+    return simulator
+}
+
+/// The pool against a misbehaving APNs (the simulator's faults, real TLS on 127.0.0.1).
+@Suite struct APNsClientFaultTests {
+    @Test(.timeLimit(.minutes(1)))
+    func nothingLostWithGoAwaysFivePercent503AndLatency() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults(
+            latency: .milliseconds(20), goAwayEveryStreams: 300, failureRates: [503: 0.05]))
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder, maxAttempts: 10)
+        defer { client.shutdown() }
+        client.start()
+
+        let total = 3_000
+        for start in stride(from: 0, to: total, by: 500) {
+            client.send(batch(start..<(start + 500)))
+        }
+        #expect(await eventually(timeout: .seconds(45)) { recorder.callCount >= total && client.queuedCount == 0 })
+        expectDelivered(recorder, 0..<total)
+        #expect(recorder.callCount == total)
+        let statistics = simulator.statistics
+        #expect(statistics.goAwaysSent >= 5)
+        #expect((statistics.answersByStatus[503] ?? 0) > 0)
+        // Every 503 was retried, and the results count the requests APNs saw.
+        #expect(recorder.retries[.status5xx] == statistics.answersByStatus[503])
+        let retried = recorder.snapshot.values.filter { $0[0].result.attempts > 1 }.count
+        #expect(retried > 0)
+        #expect(recorder.snapshot.values.reduce(0) { $0 + $1[0].result.attempts }
+                == total + (statistics.answersByStatus[503] ?? 0))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func nothingLostWhenAConnectionDropsEveryFiftyStreams() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        // A stream window well below the drop interval, as with APNs (hundreds of streams, a
+        // connection lost now and then): the streams open at the drop are lost, the rest answered.
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults(dropConnectionEveryStreams: 50),
+                                           maxConcurrentStreams: 10)
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder, maxAttempts: 10)
+        defer { client.shutdown() }
+        client.start()
+
+        client.send(batch(0..<1_000))
+        #expect(await eventually(timeout: .seconds(45)) { recorder.callCount >= 1_000 && client.queuedCount == 0 })
+        expectDelivered(recorder, 0..<1_000)
+        #expect(simulator.statistics.connectionsDropped >= 10)
+        #expect((recorder.retries[.connectionLost] ?? 0) > 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aHalfOpenConnectionIsFoundByPingAndItsStreamsDeliveredElsewhere() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults(halfOpenAfterStreams: 10),
+                                           maxConcurrentStreams: 10)
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        // The stream deadline is far away: only the PING can find the silent connection in time.
+        let client = environment.makeClient(
+            port: simulator.port, connections: 2, delegate: recorder, requestTimeoutNanoseconds: 120_000_000_000,
+            pingInterval: .milliseconds(200), pingTimeout: .milliseconds(300))
+        defer { client.shutdown() }
+        client.start()
+
+        client.send(batch(0..<60))
+        // Each connection answers 10 streams and falls silent; found within ping_interval +
+        // ping_timeout, closed, and its streams go to the next connections.
+        #expect(await eventually(timeout: .seconds(30)) { recorder.callCount >= 60 })
+        expectDelivered(recorder, 0..<60)
+        #expect(simulator.statistics.connectionsHalfOpened >= 2)
+        #expect(simulator.statistics.connectionsAccepted >= 6)
+        #expect((recorder.retries[.connectionLost] ?? 0) > 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func expiredProviderTokenGetsAFreshTokenAndIsDelivered() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults(jwtMaximumAge: .seconds(1)))
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+        client.send(batch(0..<1))
+        #expect(await eventually { recorder.callCount >= 1 })
+        let firstIssuedAt = try #require(environment.tokenProvider.issuedAt)
+        // Wait until APNs considers the token expired (its `iat` has whole-second precision).
+        #expect(await eventually(timeout: .seconds(10)) { Timestamp.nowMilliseconds() / 1000 >= firstIssuedAt + 2 })
+
+        client.send(batch(1..<6))
+        #expect(await eventually { recorder.callCount >= 6 })
+        expectDelivered(recorder, 0..<6)
+        #expect(recorder.snapshot[1]?[0].result.attempts == 2)
+        #expect(recorder.retries[.expiredProviderToken] ?? 0 >= 1)
+        #expect(try #require(environment.tokenProvider.issuedAt) > firstIssuedAt)
+        #expect((simulator.statistics.answersByStatus[403] ?? 0) >= 1)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func stalledStreamsTimeOutAndAreRetried() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults(stallRate: 0.2))
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder,
+                                            requestTimeoutNanoseconds: 300_000_000, maxAttempts: 10)
+        defer { client.shutdown() }
+        client.start()
+        client.send(batch(0..<100))
+        #expect(await eventually(timeout: .seconds(45)) { recorder.callCount >= 100 })
+        expectDelivered(recorder, 0..<100)
+        #expect(simulator.statistics.streamsStalled > 0)
+        #expect(recorder.retries[.timeout] == simulator.statistics.streamsStalled)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func streamLimitsRaisedAndLoweredMidFlightAreObeyed() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        // Like APNs with token auth: one stream until the first valid request, then 20.
+        let simulator = try startSimulator(
+            environment, faults: APNsSimulatorFaults(latency: .milliseconds(20), initialMaxConcurrentStreams: 1),
+            maxConcurrentStreams: 20)
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+        client.send(batch(0..<400))
+        #expect(await eventually { recorder.callCount >= 100 })
+        simulator.setMaxConcurrentStreams(3)   // lowered while streams are in flight
+        #expect(await eventually(timeout: .seconds(45)) { recorder.callCount >= 400 })
+        expectDelivered(recorder, 0..<400)
+        let raised = simulator.statistics.peakOpenStreams
+        #expect(raised > 1 && raised <= 20)
+
+        simulator.resetStatistics()
+        client.send(batch(400..<600))
+        #expect(await eventually(timeout: .seconds(45)) { recorder.callCount >= 600 })
+        expectDelivered(recorder, 400..<600)
+        #expect(simulator.statistics.peakOpenStreams <= 3)
+        #expect(simulator.statistics.peakOpenStreams >= 1)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func refusedStreamsAreResentWithoutSpinningAndWithoutCountingAttempts() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        // Every connection processes one stream, then GOAWAY: all its other streams are refused.
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults(goAwayEveryStreams: 1))
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder, maxAttempts: 3)
+        defer { client.shutdown() }
+        client.start()
+        let started = ContinuousClock.now
+        client.send(batch(0..<8))
+        #expect(await eventually(timeout: .seconds(45)) { recorder.callCount >= 8 })
+        let elapsed = ContinuousClock.now - started
+        let resends = recorder.retries[.goAway] ?? 0
+        // Round k: one stream processed, the 8 - k others refused and re-sent.
+        #expect(resends >= 7 && resends <= 7 * 8 / 2 + 8)
+        // Refused streams wait at least 10 ms before a re-send: no tight loop.
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        #expect(seconds >= 0.010 * 7)
+        #expect(simulator.statistics.connectionsAccepted >= 8)
+        // Not counted as attempts: every one delivered (200) at its first processed request.
+        expectDelivered(recorder, 0..<8)
+        #expect(recorder.snapshot.values.allSatisfy { $0[0].result.attempts == 1 })
+    }
+}
