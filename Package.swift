@@ -38,12 +38,19 @@ let package = Package(
         .target(name: "YAML", dependencies: ["CYAML"], swiftSettings: strictSettings),
         .target(
             name: "Bridge",
-            dependencies: ["Kafka", "HTTP2", "APNs", "APNsSimulator", "JSON", "YAML", "Observability", "Metrics"],
+            dependencies: ["Kafka", "HTTP2", "APNs", "JSON", "YAML", "Observability", "Metrics"],
+            swiftSettings: strictSettings
+        ),
+        // The local environment (mock Kafka cluster + simulator), the demo and the benchmarks: used by
+        // the executable's `demo` and `bench` commands and by the tests, never by the service itself.
+        .target(
+            name: "BridgeLocal",
+            dependencies: ["Bridge", "Kafka", "APNs", "APNsSimulator", "JSON", "Observability"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "apns-bridge",
-            dependencies: ["Bridge", "APNs", "APNsSimulator", "Kafka", "HTTP2", "Observability", "Metrics"],
+            dependencies: ["Bridge", "BridgeLocal", "APNs", "APNsSimulator", "Kafka", "HTTP2", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
 
@@ -61,10 +68,10 @@ let package = Package(
             dependencies: ["TestSupport", "APNsSimulator", "APNs", "HTTP2", "JSON", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "YAML", "Kafka", "APNs", "APNsSimulator", "Metrics"], swiftSettings: strictSettings),
+        .testTarget(name: "BridgeTests", dependencies: ["TestSupport", "Bridge", "BridgeLocal", "YAML", "Kafka", "APNs", "APNsSimulator", "Metrics"], swiftSettings: strictSettings),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["TestSupport", "Bridge", "Kafka", "APNs", "APNsSimulator", "HTTP2", "JSON", "Observability", "Metrics"],
+            dependencies: ["TestSupport", "Bridge", "BridgeLocal", "Kafka", "APNs", "APNsSimulator", "HTTP2", "JSON", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
     ],

@@ -44,27 +44,9 @@ public enum CertificateInspector {
     /// The certificate of a PKCS#12 file, decrypted with `passphrase`.
     /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) naming the file, never the passphrase.
     public static func pkcs12Certificate(file: String, passphrase: String?) throws -> CertificateSummary {
-        guard let bio = BIO_new_file(file, "rb") else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open PKCS#12 file \(file)")
+        try TLSCredentials.withPKCS12(file: file, passphrase: passphrase) { _, certificate, _ in
+            try summary(of: certificate)
         }
-        defer { BIO_free(bio) }
-        guard let p12 = d2i_PKCS12_bio(bio, nil) else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot parse PKCS#12 file \(file)")
-        }
-        defer { PKCS12_free(p12) }
-        var key: OpaquePointer?
-        var certificate: OpaquePointer?
-        var chain: OpaquePointer?
-        guard TLSCredentials.parsePKCS12(p12, passphrase: passphrase, key: &key, certificate: &certificate, chain: &chain),
-              let certificate else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot decrypt PKCS#12 file \(file) (wrong passphrase?)")
-        }
-        defer {
-            EVP_PKEY_free(key)
-            X509_free(certificate)
-            if let chain { OPENSSL_sk_pop_free(chain, { X509_free(OpaquePointer($0)) }) }
-        }
-        return try summary(of: certificate)
     }
 
     private static func summary(of certificate: OpaquePointer) throws -> CertificateSummary {

@@ -29,6 +29,33 @@ package enum TLSCredentials {
 
     /// Loads a PKCS#12 file (certificate, private key and optional chain) protected by `passphrase`.
     static func usePKCS12(context: OpaquePointer, file: String, passphrase: String?) throws {
+        try withPKCS12(file: file, passphrase: passphrase) { key, certificate, chain in
+            guard let key else {
+                throw HTTP2Error.openSSL(.tlsConfiguration, "cannot decrypt PKCS#12 file \(file) (wrong passphrase?)")
+            }
+            guard SSL_CTX_use_certificate(context, certificate) == 1 else {
+                throw HTTP2Error.openSSL(.tlsConfiguration, "cannot use PKCS#12 certificate")
+            }
+            if let chain {
+                for index in 0..<OPENSSL_sk_num(chain) {
+                    let extra = OpaquePointer(OPENSSL_sk_value(chain, index))
+                    guard apns_ssl_ctx_add1_chain_cert(context, extra) == 1 else {
+                        throw HTTP2Error.openSSL(.tlsConfiguration, "cannot use PKCS#12 chain certificate")
+                    }
+                }
+            }
+            try useKey(context: context, key: key)
+        }
+    }
+
+    /// Opens, parses and decrypts a PKCS#12 file and runs `body` with its key (if any), its
+    /// certificate and its chain (if any); frees all three afterwards.
+    /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) naming the file, never the passphrase.
+    package static func withPKCS12<Result>(
+        file: String,
+        passphrase: String?,
+        _ body: (_ key: OpaquePointer?, _ certificate: OpaquePointer, _ chain: OpaquePointer?) throws -> Result
+    ) throws -> Result {
         guard let bio = BIO_new_file(file, "rb") else {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open PKCS#12 file \(file)")
         }
@@ -40,27 +67,16 @@ package enum TLSCredentials {
         var key: OpaquePointer?
         var certificate: OpaquePointer?
         var chain: OpaquePointer?
-        guard parsePKCS12(p12, passphrase: passphrase, key: &key, certificate: &certificate, chain: &chain),
-              let key, let certificate else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot decrypt PKCS#12 file \(file) (wrong passphrase?)")
-        }
+        let parsed = parsePKCS12(p12, passphrase: passphrase, key: &key, certificate: &certificate, chain: &chain)
         defer {
-            EVP_PKEY_free(key)
-            X509_free(certificate)
+            if let key { EVP_PKEY_free(key) }
+            if let certificate { X509_free(certificate) }
             if let chain { OPENSSL_sk_pop_free(chain, { X509_free(OpaquePointer($0)) }) }
         }
-        guard SSL_CTX_use_certificate(context, certificate) == 1 else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot use PKCS#12 certificate")
+        guard parsed, let certificate else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot decrypt PKCS#12 file \(file) (wrong passphrase?)")
         }
-        if let chain {
-            for index in 0..<OPENSSL_sk_num(chain) {
-                let extra = OpaquePointer(OPENSSL_sk_value(chain, index))
-                guard apns_ssl_ctx_add1_chain_cert(context, extra) == 1 else {
-                    throw HTTP2Error.openSSL(.tlsConfiguration, "cannot use PKCS#12 chain certificate")
-                }
-            }
-        }
-        try useKey(context: context, key: key)
+        return try body(key, certificate, chain)
     }
 
     private static func useKey(context: OpaquePointer, key: OpaquePointer) throws {

@@ -2,35 +2,49 @@
 import Glibc
 #endif
 import Bridge
+import BridgeLocal
 import Observability
 
 /// `apns-bridge bench`: the bridge end to end on this machine, against the bundled simulator,
 /// next to the ceiling h2load measures for the same simulator.
 enum BenchCommand {
     static let help = """
-    Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--partitions P] [--connections C]
-                             [--max-in-flight M] [--simulator-threads T] [--exactly-once] [--skip-h2load]
+    Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--instances I] [--rate R]
+                             [--partitions P] [--connections C] [--max-in-flight M]
+                             [--simulator-threads T] [--exactly-once] [--skip-h2load] [--skip-paced]
+                             [--consumer-property K=V …] [--json] [--log-level LEVEL]
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
                              [--max-in-flight M] [--outage-seconds T]
 
     Starts librdkafka's mock Kafka cluster and the APNs simulator on 127.0.0.1, measures the
     simulator with h2load (C connections, 100 streams each, the same notification count capped at
-    200,000), produces N requests of K distinct valid tokens, runs the bridge until every result is
-    in and checks the committed offsets. Prints the phases' times, notifications/s and requests/s
-    over the window from the first result to the last, latency_ms p50/p99, CPU per notification,
-    then one line of JSON. Exit 0 when every notification was delivered once and every offset
-    committed, 1 otherwise, 2 on a usage error.
+    200,000; its CPU time from wait4), then starts I `apns-bridge run` processes in one consumer
+    group, warms them up, and runs:
+      peak run    N requests of K distinct valid tokens, produced at once; throughput over the
+                  window from the first result to the last, the bridge processes' CPU per
+                  notification next to h2load's CPU per request, per instance rate and CPU;
+      paced run   N more requests produced at R requests/s (default: half the peak just measured);
+                  p50/p99 of the time the bridge adds (result record's Kafka timestamp minus the
+                  request record's).
+    Then SIGTERM (drain, commit) and a check of every result and committed offset. Exit 0 when
+    every notification was delivered once, every offset committed and every instance exited 0;
+    1 otherwise; 2 on a usage error.
 
-      --requests N             requests to produce (default 20000)
-      --tokens-per-request K   distinct tokens per request (default 5: 100,000 notifications)
+      --requests N             requests per run (default 100000)
+      --tokens-per-request K   distinct tokens per request (default 1; e.g. 5 for fan-out)
+      --instances I            `apns-bridge run` processes in the group (default 1)
+      --rate R                 requests/s of the paced run (default: half the measured peak)
       --partitions P           partitions of every topic (default 8; raised when the mock cluster's
                                limit of 5 MB / 100,000 records per partition requires it)
-      --connections C          HTTP/2 connections of the app (default 4; h2load uses as many)
+      --connections C          HTTP/2 connections of the app per instance (default 4; h2load uses as many)
       --max-in-flight M        the bridge's limits.max_in_flight (default 20000)
       --simulator-threads T    event loop threads of the simulator (default 1)
       --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
-      --log-level LEVEL        trace, debug, info, warning (default) or error
+      --skip-paced             do not run the paced run
+      --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable)
+      --json                   only the JSON line on standard output (progress and summary on standard error)
+      --log-level LEVEL        the instances' log level: trace, debug, info, warning (default) or error
 
     With --memory it measures the resident memory of a real `apns-bridge run` child process
     instead (docs/BENCHMARKS.md): a backlog of N requests of K tokens (default 200 × 5,000) plus
@@ -47,8 +61,8 @@ enum BenchCommand {
     static func main(_ arguments: [String]) throws -> Int32 {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
-                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds"],
-            flags: ["help", "skip-h2load", "memory", "exactly-once"]
+                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property"],
+            flags: ["help", "skip-h2load", "memory", "exactly-once", "skip-paced", "json"]
         ))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
@@ -57,37 +71,59 @@ enum BenchCommand {
         if options.flag("memory") {
             return try memory(options)
         }
+        let levelName = options.value("log-level") ?? "warning"
+        guard Logger.Level(name: levelName) != nil else {
+            throw CommandLineOptions.UsageError(description: "--log-level must be trace, debug, info, warning or error")
+        }
+        var pacedRate: Double?
+        if let text = options.value("rate") {
+            guard let rate = Double(text), rate >= 1, rate <= 10_000_000 else {
+                throw CommandLineOptions.UsageError(description: "--rate must be a number of requests per second from 1 to 10,000,000, got '\(text)'")
+            }
+            pacedRate = rate
+        }
         var settings = BenchmarkSettings(
-            requests: try options.integer("requests", default: 20_000, in: 1...1_000_000),
-            tokensPerRequest: try options.integer("tokens-per-request", default: 5, in: 1...100),
+            requests: try options.integer("requests", default: 100_000, in: 1...1_000_000),
+            tokensPerRequest: try options.integer("tokens-per-request", default: 1, in: 1...100),
             partitions: try options.integer("partitions", default: 8, in: 1...maximumPartitions),
             connections: try options.integer("connections", default: 4, in: 1...64),
             maxInFlight: try options.integer("max-in-flight", default: 20_000, in: 1...1_000_000),
             simulatorThreads: try options.integer("simulator-threads", default: 1, in: 1...64),
             runH2Load: !options.flag("skip-h2load"),
-            exactlyOnce: options.flag("exactly-once")
+            exactlyOnce: options.flag("exactly-once"),
+            instances: try options.integer("instances", default: 1, in: 1...8),
+            runPaced: !options.flag("skip-paced"),
+            pacedRate: pacedRate,
+            executable: currentExecutable(),
+            bridgeLogLevel: levelName
         )
         guard settings.notifications <= 2_000_000 else {
             throw CommandLineOptions.UsageError(description: "--requests × --tokens-per-request must be at most 2,000,000, got \(settings.notifications)")
         }
-        let levelName = options.value("log-level") ?? "warning"
-        guard let level = Logger.Level(name: levelName) else {
-            throw CommandLineOptions.UsageError(description: "--log-level must be trace, debug, info, warning or error")
+        for property in options.values("consumer-property") {
+            let parts = property.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
+                  parts.allSatisfy({ $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-" } }) else {
+                throw CommandLineOptions.UsageError(description: "--consumer-property takes KEY=VALUE (a librdkafka consumer property), got '\(property)'")
+            }
+            settings.consumerProperties[parts[0]] = parts[1]
         }
-        LoggingSystem.bootstrap(level: level, format: .text)
+        LoggingSystem.bootstrap(level: .warning, format: .text)
+        // With --json only the JSON line goes to standard output.
+        let textOutput: Int32 = options.flag("json") ? 2 : 1
 
         let workload = BenchmarkWorkload(requests: settings.requests, tokensPerRequest: settings.tokensPerRequest)
-        let needed = BenchmarkRunner.partitionsNeeded(for: workload)
+        let needed = BenchmarkRunner.partitionsNeeded(for: workload, paced: settings.runPaced, instances: settings.instances)
         guard needed <= maximumPartitions else {
             throw CommandLineOptions.UsageError(description: "\(settings.notifications) notifications need \(needed) partitions of the mock cluster (at most \(maximumPartitions)): lower --requests or --tokens-per-request")
         }
         if needed > settings.partitions {
-            say("note: partitions raised from \(settings.partitions) to \(needed): librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition and silently drops older ones")
+            say("note: partitions raised from \(settings.partitions) to \(needed): librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition and silently drops older ones", to: textOutput)
             settings.partitions = needed
         }
-        let report = try BenchmarkRunner.run(settings: settings, workload: workload, progress: { say($0) })
+        let report = try BenchmarkRunner.run(settings: settings, workload: workload, progress: { say($0, to: textOutput) })
         for line in report.summary {
-            say(line)
+            say(line, to: textOutput)
         }
         say(report.jsonLine)
         return report.isComplete ? 0 : 1
@@ -116,7 +152,7 @@ enum BenchCommand {
         return length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
     }
 
-    private static func say(_ line: String) {
-        CommandLineInterface.write(line + "\n", to: 1)
+    private static func say(_ line: String, to descriptor: Int32 = 1) {
+        CommandLineInterface.write(line + "\n", to: descriptor)
     }
 }

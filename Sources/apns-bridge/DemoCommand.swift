@@ -5,6 +5,7 @@ import APNs
 import Kafka
 import APNsSimulator
 import Bridge
+import BridgeLocal
 import Observability
 
 /// `apns-bridge demo`: the whole path on this machine, on embedded defaults.

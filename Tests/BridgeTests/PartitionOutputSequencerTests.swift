@@ -1,4 +1,5 @@
 import Bridge
+import BridgeLocal
 import Testing
 
 @Suite struct PartitionOutputSequencerTests {

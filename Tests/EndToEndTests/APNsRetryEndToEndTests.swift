@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Bridge
+import BridgeLocal
 import Foundation
 import Kafka
 import Observability

@@ -1,4 +1,5 @@
 import Bridge
+import BridgeLocal
 import Foundation
 import Testing
 
@@ -15,8 +16,47 @@ struct BenchCommandTests {
         #expect(json["notifications"] as? Int == 400)
         #expect(json["results"] as? Int == 400)
         #expect(json["delivered"] as? Int == 400)
-        #expect(json["committed_offsets"] as? Int == 200)
+        // Warm-up, peak and paced requests: every one committed by the bridge process.
+        let produced = try #require(json["produced_records"] as? Int)
+        #expect(produced >= 400)
+        #expect(json["committed_offsets"] as? Int == produced)
+        #expect(json["bridge_exit_codes"] as? [Int] == [0])
         #expect(json["h2load_requests"] is NSNull)
+        // The bridge's CPU comes from its own process, which did the work.
+        #expect((json["bridge_cpu_seconds"] as? Double ?? 0) > 0)
+        #expect((json["max_rss_mb"] as? Double ?? 0) > 0)
+        // The paced run measured the time the bridge adds for its 200 requests.
+        #expect(json["paced_results"] as? Int == 400)
+        #expect(json["added_ms_p50"] as? Double != nil && json["added_ms_p99"] as? Double != nil)
+    }
+
+    @Test func defaultsAreSingleTokenRequests() throws {
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--requests", "100", "--skip-h2load", "--skip-paced", "--json",
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        // --json: the JSON line alone on standard output, the rest on standard error.
+        #expect(output.split(separator: "\n").count == 1)
+        #expect(errorOutput.contains("complete: every notification delivered once"))
+        let json = try Self.finalJSON(output)
+        #expect(json["tokens_per_request"] as? Int == 1)
+        #expect(json["notifications"] as? Int == 100)
+        #expect(json["paced_requests_per_second"] is NSNull)
+    }
+
+    @Test func twoInstancesShareTheGroupAndEachIsCounted() throws {
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--requests", "400", "--instances", "2", "--skip-h2load", "--skip-paced", "--json",
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        let json = try Self.finalJSON(output)
+        #expect(json["complete"] as? Bool == true)
+        #expect(json["bridge_exit_codes"] as? [Int] == [0, 0])
+        let rates = try #require(json["instance_notifications_per_second"] as? [Double])
+        #expect(rates.count == 2)
+        // Each instance's own count (its /metrics): together exactly the run's notifications.
+        let counts = try #require(json["instance_notifications"] as? [Int])
+        #expect(counts.count == 2 && counts.reduce(0, +) == 400)
     }
 
     /// The scaled-down form of `make bench-memory`: a backlog of large and single-token requests
@@ -44,12 +84,16 @@ struct BenchCommandTests {
         let json = try Self.finalJSON(output)
         #expect(json["h2load_requests"] as? Int == 100)
         #expect(json["h2load_2xx"] as? Int == 100)
+        // h2load's own CPU time (wait4) for those 100 requests.
+        #expect((json["h2load_cpu_us_per_request"] as? Double ?? 0) > 0)
         #expect(!output.contains("bearer"))
     }
 
     @Test func outOfRangeOptionsAreUsageErrors() throws {
         #expect(try BridgeBinary.run(["bench", "--requests", "0"]).status == 2)
         #expect(try BridgeBinary.run(["bench", "--connections", "many"]).status == 2)
+        #expect(try BridgeBinary.run(["bench", "--rate", "0"]).status == 2)
+        #expect(try BridgeBinary.run(["bench", "--instances", "0"]).status == 2)
         #expect(try BridgeBinary.run(["bench", "--requests", "1000000", "--tokens-per-request", "100"]).status == 2)
         let (status, output, _) = try BridgeBinary.run(["bench", "--help"])
         #expect(status == 0)
@@ -80,6 +124,9 @@ struct BenchCommandTests {
         let workload = BenchmarkWorkload(requests: 20_000, tokensPerRequest: 5)
         #expect(workload.expectedResults == 100_000)
         #expect(BenchmarkRunner.partitionsNeeded(for: workload) > 8)
+        // The paced run produces the workload a second time.
+        #expect(BenchmarkRunner.partitionsNeeded(for: workload, paced: true)
+                > BenchmarkRunner.partitionsNeeded(for: workload, paced: false))
     }
 
     /// The last line of the output, parsed as a JSON object.

@@ -1,5 +1,6 @@
 import APNsSimulator
 import Bridge
+import BridgeLocal
 import Foundation
 import Kafka
 import Testing

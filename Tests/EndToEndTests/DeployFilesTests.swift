@@ -1,4 +1,5 @@
 import Bridge
+import BridgeLocal
 import Metrics
 import TestSupport
 import Foundation

@@ -1,4 +1,5 @@
 import Bridge
+import BridgeLocal
 import Foundation
 import Kafka
 import Testing

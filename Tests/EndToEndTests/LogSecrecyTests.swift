@@ -1,6 +1,7 @@
 import APNs
 import APNsSimulator
 import Bridge
+import BridgeLocal
 import Foundation
 import HTTP2
 import Kafka

@@ -1,5 +1,6 @@
 import APNs
 import Bridge
+import BridgeLocal
 import Foundation
 import Kafka
 import Observability

@@ -1,3 +1,4 @@
+import Bridge
 /// A reproducible mix of push requests that exercises every path of the pipeline, with the
 /// outcome each token must get: plain sends, fan-out with duplicates, unregistered tokens,
 /// malformed tokens, expired requests, background pushes and unusable records.

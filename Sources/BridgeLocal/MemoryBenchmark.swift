@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Bridge
 import APNsSimulator
 import Foundation
 import Observability

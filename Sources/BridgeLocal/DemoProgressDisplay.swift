@@ -1,3 +1,4 @@
+import Bridge
 /// How `apns-bridge demo` shows a run: a live progress line and a final table.
 ///
 /// On a terminal the line is redrawn in place (carriage return, erase line) a few times a
@@ -67,11 +68,11 @@ public struct DemoProgressDisplay {
         var text = "  outcome          tokens   share\n"
         for (name, count) in rows {
             let share = String(format1: Double(count) * 100 / Double(total)) + "%"
-            text += "  " + name.padding(15) + count.description.leftPadded(8) + share.leftPadded(8) + "\n"
+            text += "  " + name.rightPadded(15) + count.description.leftPadded(8) + share.leftPadded(8) + "\n"
         }
-        text += "  " + "total".padding(15) + report.results.description.leftPadded(8) + "\n"
-        text += "  " + "invalid-tokens".padding(15) + report.invalidTokens.description.leftPadded(8) + "   records on apns.invalid-tokens\n"
-        text += "  " + "dead letters".padding(15) + report.deadLetters.description.leftPadded(8) + "   records on apns.dead-letters\n"
+        text += "  " + "total".rightPadded(15) + report.results.description.leftPadded(8) + "\n"
+        text += "  " + "invalid-tokens".rightPadded(15) + report.invalidTokens.description.leftPadded(8) + "   records on apns.invalid-tokens\n"
+        text += "  " + "dead letters".rightPadded(15) + report.deadLetters.description.leftPadded(8) + "   records on apns.dead-letters\n"
         let rate = report.seconds > 0 ? Double(report.results) / report.seconds : 0
         text += "  \(String(format1: report.seconds)) s from the first request to the last result (\(Int(rate.rounded())) results/s)\n"
         text += "  committed offsets: \(report.committedRecords) of \(report.producedRecords) requests; bridge exit code \(report.pipelineExitCode)\n"
@@ -84,6 +85,11 @@ extension String {
     init(format1 value: Double) {
         let tenths = Int((value * 10).rounded())
         self = "\(tenths / 10).\(abs(tenths % 10))"
+    }
+
+    /// Left-aligned in `width` characters (one space after it when it is longer).
+    func rightPadded(_ width: Int) -> String {
+        count >= width ? self + " " : self + String(repeating: " ", count: width - count)
     }
 
     /// Right-aligned in `width` characters.

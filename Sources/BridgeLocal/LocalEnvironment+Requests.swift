@@ -1,3 +1,4 @@
+import Bridge
 import Kafka
 import Observability
 import Synchronization

@@ -1,6 +1,7 @@
+import Bridge
 /// What `apns-bridge bench` runs: the workload's shape and the bridge's and simulator's settings.
 public struct BenchmarkSettings: Sendable, Equatable {
-    /// Request records to produce.
+    /// Request records to produce (for the peak run, and again for the paced run).
     public var requests: Int
     /// Distinct device tokens in each request (one notification and one result each).
     public var tokensPerRequest: Int
@@ -20,11 +21,25 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var idleTimeoutSeconds: Double
     /// Run the bridge with `kafka.exactly_once: true` (transactions) instead of at least once.
     public var exactlyOnce: Bool
+    /// `apns-bridge run` processes in the bridge's group.
+    public var instances: Int
+    /// Whether to run the paced phase (added latency) after the peak run.
+    public var runPaced: Bool
+    /// Requests per second of the paced run; nil: half of the peak just measured.
+    public var pacedRate: Double?
+    /// The `apns-bridge` executable started as `apns-bridge run`.
+    public var executable: String
+    /// librdkafka consumer properties added to the instances' `kafka.consumer` (e.g. `fetch.wait.max.ms`).
+    public var consumerProperties: [String: String] = [:]
+    /// The instances' log level.
+    public var bridgeLogLevel: String
 
-    /// The defaults of `apns-bridge bench`: 20,000 requests of 5 tokens (100,000 notifications).
-    public init(requests: Int = 20_000, tokensPerRequest: Int = 5, partitions: Int = 8, connections: Int = 4,
+    /// The defaults of `apns-bridge bench`: 100,000 single-token requests, one instance.
+    public init(requests: Int = 100_000, tokensPerRequest: Int = 1, partitions: Int = 8, connections: Int = 4,
                 maxInFlight: Int = 20_000, simulatorThreads: Int = 1, runH2Load: Bool = true,
-                h2loadNotificationCap: Int = 200_000, idleTimeoutSeconds: Double = 30, exactlyOnce: Bool = false) {
+                h2loadNotificationCap: Int = 200_000, idleTimeoutSeconds: Double = 30, exactlyOnce: Bool = false,
+                instances: Int = 1, runPaced: Bool = true, pacedRate: Double? = nil,
+                executable: String, bridgeLogLevel: String = "warning") {
         self.requests = requests
         self.tokensPerRequest = tokensPerRequest
         self.partitions = partitions
@@ -35,8 +50,13 @@ public struct BenchmarkSettings: Sendable, Equatable {
         self.h2loadNotificationCap = h2loadNotificationCap
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.exactlyOnce = exactlyOnce
+        self.instances = instances
+        self.runPaced = runPaced
+        self.pacedRate = pacedRate
+        self.executable = executable
+        self.bridgeLogLevel = bridgeLogLevel
     }
 
-    /// Notifications (and results) the workload yields.
+    /// Notifications (and results) one run of the workload yields.
     public var notifications: Int { requests * tokensPerRequest }
 }

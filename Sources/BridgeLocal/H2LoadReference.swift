@@ -1,3 +1,4 @@
+import Bridge
 import APNs
 import APNsSimulator
 import Foundation
@@ -18,6 +19,14 @@ public struct H2LoadResult: Sendable, Equatable {
     public var status3xx: Int
     public var status4xx: Int
     public var status5xx: Int
+
+    /// h2load's own CPU time (user + system, from `wait4`) for the whole run, when measured.
+    public var cpuSeconds: Double?
+
+    /// h2load's CPU microseconds per request.
+    public var cpuMicrosecondsPerRequest: Double? {
+        cpuSeconds.map { $0 * 1e6 / Double(max(total, 1)) }
+    }
 
     /// Whether nearly every request (99.9 %) was answered 2xx.
     public var isNearlyAll2xx: Bool {
@@ -57,32 +66,21 @@ public enum H2LoadReference {
         let payloadFile = directory + "/payload.json"
         try Data(BenchmarkWorkload.payload.utf8).write(to: URL(fileURLWithPath: payloadFile))
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
+        let outputFile = directory + "/h2load.out"
+        let process = try ChildProcess(executable: executable, arguments: [
             "-n", "\(notifications)", "-c", "\(min(connections, notifications))", "-m", "100",
             "-H", "authorization: bearer \(jwt)",
             "-H", "apns-topic: \(BenchmarkWorkload.apnsTopic)",
             "-H", "apns-push-type: alert",
             "-d", payloadFile,
             "https://127.0.0.1:\(environment.simulator.port)/3/device/\(BenchmarkWorkload.referenceToken)",
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            throw Failure(description: "cannot start \(executable): \(error)")
+        ], outputFile: outputFile)
+        let exit = process.wait(timeoutSeconds: timeoutSeconds)
+        let text = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
+        guard exit.status == 0, var result = parse(text) else {
+            throw Failure(description: "h2load exited with status \(exit.status) without a usable summary")
         }
-        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeoutSeconds, execute: watchdog)
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        watchdog.cancel()
-        guard process.terminationStatus == 0, let result = parse(text) else {
-            throw Failure(description: "h2load exited with status \(process.terminationStatus) without a usable summary")
-        }
+        result.cpuSeconds = exit.cpuSeconds
         return result
     }
 

@@ -1,3 +1,4 @@
+import Bridge
 /// The benchmark's requests: every token valid and distinct, every notification deliverable, so
 /// the run measures the happy path (one HTTP/2 stream and one result per token).
 public struct BenchmarkWorkload: Sendable {
@@ -15,14 +16,14 @@ public struct BenchmarkWorkload: Sendable {
     /// Tokens in each request.
     public let tokensPerRequest: Int
 
-    /// Builds `requests` requests of `tokensPerRequest` tokens each.
-    public init(requests: Int, tokensPerRequest: Int, seed: UInt64 = 7) {
+    /// Builds `requests` requests of `tokensPerRequest` tokens each, with ids `<idPrefix>-<n>`.
+    public init(requests: Int, tokensPerRequest: Int, seed: UInt64 = 7, idPrefix: String = "bench") {
         var generator = SeededGenerator(seed: seed)
         var records: [DemoWorkload.Record] = []
         records.reserveCapacity(requests)
         var keys = Set<String>(minimumCapacity: requests * tokensPerRequest)
         for index in 0..<requests {
-            let id = "bench-\(index)"
+            let id = "\(idPrefix)-\(index)"
             var json = "{\"id\":\"\(id)\",\"app\":\"\(Self.app)\",\"tokens\":["
             for tokenIndex in 0..<tokensPerRequest {
                 let token = Self.token(number: UInt64(index * tokensPerRequest + tokenIndex), generator: &generator)
@@ -35,7 +36,11 @@ public struct BenchmarkWorkload: Sendable {
         self.records = records
         self.expectedKeys = keys
         self.tokensPerRequest = tokensPerRequest
+        self.idPrefix = idPrefix
     }
+
+    /// The prefix of every request id (and result key) of this workload.
+    public let idPrefix: String
 
     /// Results the run must produce.
     public var expectedResults: Int { expectedKeys.count }
@@ -48,7 +53,7 @@ public struct BenchmarkWorkload: Sendable {
     /// A generous estimate of one result record's bytes (key, value and `request-id` header):
     /// a result as the bridge writes it, with every field at its widest for this workload.
     public var estimatedResultBytes: Int {
-        let id = "bench-\(max(records.count - 1, 0))"
+        let id = "\(idPrefix)-\(max(records.count - 1, 0))"
         let result = PushResult(
             requestID: id, app: Self.app, token: String(repeating: "f", count: 64), outcome: .delivered, status: 200,
             apnsID: "00000000-0000-0000-0000-000000000000", attempts: 1, latencyMilliseconds: 999_999.9,

@@ -1,3 +1,4 @@
+import Bridge
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,4 @@
+import Bridge
 /// How many partitions a topic of librdkafka 2.0.2's mock cluster needs so that none loses
 /// records: the mock keeps at most 5 MB or 100,000 records per partition and silently drops the
 /// oldest beyond that. Planned with headroom (60 % of either limit) because keys hash unevenly.

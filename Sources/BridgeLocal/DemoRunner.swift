@@ -1,3 +1,4 @@
+import Bridge
 import JSON
 import Foundation
 import Kafka

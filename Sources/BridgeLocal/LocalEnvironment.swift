@@ -1,3 +1,4 @@
+import Bridge
 import APNs
 import APNsSimulator
 import Kafka
@@ -53,13 +54,15 @@ public final class LocalEnvironment: @unchecked Sendable {
     }
 
     /// A complete bridge configuration (contract §8) for this environment. `extra` is appended
-    /// verbatim at the top level (e.g. `limits:` or `log:` sections); `producer` adds librdkafka
-    /// producer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
+    /// verbatim at the top level (e.g. `limits:` or `log:` sections); `producer` and `consumer` add
+    /// librdkafka producer and consumer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
     /// runs never compete for 9464.
     /// `apns` adds lines to the `apns:` section (e.g. `retry: {...}`).
     public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false,
-                                  extra: String = "", producer: [String: String] = [:], apns: String = "") -> String {
+                                  extra: String = "", producer: [String: String] = [:],
+                                  consumer: [String: String] = [:], apns: String = "") -> String {
         let producerLines = producer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
+        let consumerLines = consumer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
         return """
         kafka:
           brokers: \(kafka.bootstrapServers)
@@ -72,7 +75,7 @@ public final class LocalEnvironment: @unchecked Sendable {
           consumer:
             session.timeout.ms: 6000
             heartbeat.interval.ms: 500
-            auto.commit.interval.ms: 200
+            auto.commit.interval.ms: 200\(consumerLines)
           producer:
             linger.ms: 2\(producerLines)
         apns:

@@ -1,0 +1,178 @@
+import Bridge
+import Foundation
+import JSON
+import Kafka
+import Observability
+
+/// Runs `apns-bridge bench`: the h2load reference against the simulator, then the bridge end to
+/// end (mock Kafka → bridge → simulator → mock Kafka) on the same simulator, timing each phase.
+public enum BenchmarkRunner {
+    /// The benchmark cannot run as asked.
+    public struct SetupError: Error, CustomStringConvertible {
+        /// What is wrong.
+        public var description: String
+    }
+
+    /// The group id of the bridge under test.
+    public static let groupID = "apns-bridge-bench"
+
+    /// Partitions every topic needs so that neither the request topic nor the results topic of
+    /// the mock cluster loses records (see `MockPartitionBudget`): the peak run, the paced run
+    /// (the same count again) and the warm-up requests.
+    public static func partitionsNeeded(for workload: BenchmarkWorkload, paced: Bool = true, instances: Int = 1) -> Int {
+        let runs = paced ? 2 : 1
+        let extra = warmUpRequestsPerRound * instances * maximumWarmUpRounds
+        return max(
+            MockPartitionBudget.partitionsNeeded(records: workload.records.count * runs + extra, bytesPerRecord: workload.largestRequestBytes),
+            MockPartitionBudget.partitionsNeeded(records: workload.expectedResults * runs + extra, bytesPerRecord: workload.estimatedResultBytes))
+    }
+
+    /// Single-token requests per instance in one warm-up round.
+    static let warmUpRequestsPerRound = 100
+    /// Warm-up rounds before giving up on every instance taking part.
+    static let maximumWarmUpRounds = 20
+
+    /// Runs every phase and reports the figures. `progress` gets a line per phase and about one
+    /// a second while results arrive.
+    /// - Throws: `SetupError` when `settings.partitions` is below `partitionsNeeded(for:)`;
+    ///   errors of the environment, Kafka or the bridge processes' start.
+    public static func run(settings: BenchmarkSettings, workload: BenchmarkWorkload,
+                           progress: @escaping @Sendable (String) -> Void = { _ in }) throws -> BenchmarkReport {
+        let needed = partitionsNeeded(for: workload, paced: settings.runPaced, instances: settings.instances)
+        guard settings.partitions >= needed else {
+            throw SetupError(description: "this run needs at least \(needed) partitions: librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition")
+        }
+        let started = Timestamp.monotonicNanoseconds()
+        var report = BenchmarkReport(settings: settings)
+        progress("starting the mock Kafka cluster (\(settings.partitions) partitions) and the APNs simulator (\(settings.simulatorThreads) thread(s))")
+        let environment = try LocalEnvironment(partitions: Int32(settings.partitions), simulatorThreads: settings.simulatorThreads)
+        defer { environment.close() }
+
+        if settings.runH2Load {
+            let count = min(settings.notifications, settings.h2loadNotificationCap)
+            progress("h2load: \(count) requests over \(settings.connections) connection(s), 100 streams each")
+            do {
+                report.h2load = try H2LoadReference.run(environment: environment, notifications: count,
+                                                        connections: settings.connections)
+            } catch {
+                report.warnings.append("h2load reference not measured: \(error)")
+            }
+            if let h2load = report.h2load, !h2load.isNearlyAll2xx {
+                report.warnings.append("h2load: only \(h2load.status2xx) of \(h2load.total) answers were 2xx")
+            }
+        }
+
+        let observer = try KafkaConsumer(
+            bootstrapServers: environment.kafka.bootstrapServers,
+            groupID: "bench-observer-\(UInt32.random(in: 0...UInt32.max))", topics: [environment.resultsTopic],
+            properties: ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "fetch.max.bytes": "10485760",
+                         "fetch.wait.max.ms": "10"],
+            logger: Logger(label: "bench.observer")
+        )
+        defer { observer.close() }
+
+        progress("starting \(settings.instances) bridge process(es) (`apns-bridge run`: \(settings.connections) connection(s), max_in_flight \(settings.maxInFlight), \(settings.exactlyOnce ? "exactly once" : "at least once"))")
+        let yaml = environment.configurationYAML(
+            groupID: groupID, connections: settings.connections, exactlyOnce: settings.exactlyOnce,
+            extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}\nlog: {level: \(settings.bridgeLogLevel), format: text}",
+            consumer: settings.consumerProperties
+        )
+        let bridges = try (1...settings.instances).map {
+            try BridgeProcess(executable: settings.executable, yaml: yaml, instanceID: "bench-instance-\($0)")
+        }
+        var produced = 0
+        defer { for bridge in bridges where bridge.child.isRunning { _ = bridge.stop(timeoutSeconds: 10) } }
+
+        produced += try warmUp(environment: environment, observer: observer, bridges: bridges, settings: settings,
+                               report: &report, progress: progress)
+
+        // The peak run: the whole workload at once, as fast as the bridge takes it.
+        let selfBefore = ProcessCPUTimes.sample()
+        let before = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
+        progress("peak run: producing \(workload.records.count) requests (\(workload.expectedResults) notifications)")
+        var phase = Timestamp.monotonicNanoseconds()
+        try environment.produceRequests(workload.records)
+        produced += workload.records.count
+        report.produceSeconds = seconds(since: phase)
+        let peak = collect(observer: observer, prefix: workload.idPrefix, expected: workload.expectedResults,
+                           bridges: bridges, idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
+        let after = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
+        report.benchmarkProcessCPUSeconds = ProcessCPUTimes.sample().processSeconds - selfBefore.processSeconds
+        report.windowSeconds = peak.windowSeconds
+        report.observedWindowSeconds = peak.observedWindowSeconds
+        report.instances = zip(before, after).map { before, after in
+            BenchmarkReport.Instance(notifications: after.finished - before.finished,
+                                     cpuSeconds: after.cpu.processSeconds - before.cpu.processSeconds,
+                                     threadCPU: after.cpu.threadGroups(since: before.cpu))
+        }
+        check(peak.messages, workload: workload, into: &report)
+
+        if settings.runPaced {
+            let paced = BenchmarkWorkload(requests: workload.records.count, tokensPerRequest: workload.tokensPerRequest,
+                                          seed: 8, idPrefix: "paced")
+            let rate = settings.pacedRate ?? max(report.requestsPerSecond / 2, 1)
+            report.pacedRequestsPerSecond = rate
+            progress("paced run: \(paced.records.count) requests at \(Int(rate)) requests/s")
+            let producer = try PacedProducer(environment: environment, records: paced.records, recordsPerSecond: rate)
+            let collected = collect(observer: observer, prefix: paced.idPrefix, expected: paced.expectedResults,
+                                    bridges: bridges, idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
+            while !producer.isDone { usleep(10_000) }
+            produced += paced.records.count
+            if producer.failureCount > 0 { report.warnings.append("paced run: \(producer.failureCount) request(s) not acknowledged") }
+            try measureAddedLatency(collected, workload: paced, environment: environment, into: &report)
+        }
+
+        // Wait until the running instances committed everything (librdkafka commits every 200 ms
+        // here): when instances stop together, the first to leave starts a rebalance and the
+        // mock cluster refuses the others' final commits while it lasts.
+        let commitDeadline = Timestamp.monotonicNanoseconds() + 30_000_000_000
+        while (try? environment.committedRequestCount(groupID: groupID)) ?? 0 < Int64(produced),
+              Timestamp.monotonicNanoseconds() < commitDeadline {
+            usleep(100_000)
+        }
+        progress("stopping the bridge process(es)")
+        phase = Timestamp.monotonicNanoseconds()
+        let peakMemory = bridges.map { $0.sample().maxResidentMegabytes }
+        let exits = bridges.map { $0.stop() }
+        report.stopSeconds = seconds(since: phase)
+        for (index, exit) in exits.enumerated() where index < report.instances.count {
+            report.instances[index].exitCode = exit.status
+            report.instances[index].maxResidentMegabytes = max(exit.maxResidentMegabytes, peakMemory[index])
+            report.instances[index].lifetimeCPUSeconds = exit.cpuSeconds
+            if exit.status != 0 { report.warnings.append("instance \(index + 1) exited \(exit.status): \(bridges[index].logTail)") }
+        }
+        report.committedRecords = try environment.committedRequestCount(groupID: groupID)
+        report.producedRecords = produced
+        report.totalSeconds = seconds(since: started)
+        return report
+    }
+
+    /// Produces warm-up rounds until their results are in and, with several instances, every
+    /// instance finished some of them: the group is joined and every connection is up before
+    /// anything is measured.
+    /// - Returns: the requests produced.
+    private static func warmUp(environment: LocalEnvironment, observer: KafkaConsumer, bridges: [BridgeProcess],
+                               settings: BenchmarkSettings, report: inout BenchmarkReport,
+                               progress: @escaping @Sendable (String) -> Void) throws -> Int {
+        let phase = Timestamp.monotonicNanoseconds()
+        var produced = 0
+        for round in 0..<maximumWarmUpRounds {
+            let warmUp = BenchmarkWorkload(requests: warmUpRequestsPerRound * bridges.count, tokensPerRequest: 1,
+                                           seed: 100 + UInt64(round), idPrefix: "warmup\(round)")
+            try environment.produceRequests(warmUp.records)
+            produced += warmUp.records.count
+            _ = collect(observer: observer, prefix: warmUp.idPrefix, expected: warmUp.expectedResults, bridges: bridges,
+                        idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: { _ in })
+            let finished = bridges.map { $0.finishedNotifications() ?? 0 }
+            if finished.allSatisfy({ $0 > 0 }) { break }
+            progress("warm-up round \(round + 1): notifications finished per instance \(finished); waiting for every instance to take part")
+        }
+        report.startupSeconds = seconds(since: phase)
+        progress("warm-up done in \(BenchmarkReport.format(report.startupSeconds, 2)) s (group joined, connections up)")
+        return produced
+    }
+
+    private static func seconds(since start: UInt64) -> Double {
+        Double(Timestamp.monotonicNanoseconds() - start) / 1e9
+    }
+}

@@ -1,0 +1,118 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Bridge
+import Foundation
+
+/// One `apns-bridge run` instance as a child process, the way users run the bridge: its own
+/// configuration file, its status endpoint on a port of its own, its CPU time and memory read
+/// from the kernel apart from the benchmark's (simulator, mock cluster, observer, producer).
+public final class BridgeProcess: @unchecked Sendable {
+    /// The child.
+    public let child: ChildProcess
+    /// The port of its `http.listen` (`/metrics`).
+    public let statusPort: Int
+    private let directory: String
+
+    /// Writes `yaml` (whose `http.listen` this replaces) and starts `executable run --config …`
+    /// with `APNS_BRIDGE_INSTANCE_ID` set to `instanceID` (instances of one group need distinct
+    /// ids: exactly-once mode derives each one's transactional id from it). The bridge's log
+    /// (warnings and errors) goes to `bridge.log` in a temporary folder, kept only while the
+    /// process object lives.
+    public init(executable: String, yaml: String, instanceID: String) throws {
+        directory = try LocalFiles.makeTemporaryDirectory(prefix: "apns-bridge-instance")
+        do {
+            statusPort = try Self.freePort()
+            let configFile = directory + "/bridge.yaml"
+            let configured = yaml.replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(statusPort)")
+            try configured.write(toFile: configFile, atomically: true, encoding: .utf8)
+            child = try ChildProcess(executable: executable, arguments: ["run", "--config", configFile],
+                                     environment: ["APNS_BRIDGE_INSTANCE_ID": instanceID],
+                                     errorFile: directory + "/bridge.log")
+        } catch {
+            LocalFiles.removeDirectory(directory)
+            throw error
+        }
+    }
+
+    deinit {
+        LocalFiles.removeDirectory(directory)
+    }
+
+    /// CPU time and threads of the instance now.
+    public func sample() -> ProcessCPUTimes {
+        ProcessCPUTimes.sample(pid: child.pid)
+    }
+
+    /// The notifications it finished so far (`apns_bridge_notifications_total`, all outcomes),
+    /// nil when `/metrics` does not answer.
+    public func finishedNotifications() -> Int? {
+        guard let text = Self.get(port: statusPort, path: "/metrics") else { return nil }
+        var total = 0.0
+        for line in text.split(separator: "\n") where line.hasPrefix("apns_bridge_notifications_total") {
+            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { total += value }
+        }
+        return Int(total)
+    }
+
+    /// SIGTERM (drain, flush, commit), then waits at most `timeoutSeconds` for the exit.
+    public func stop(timeoutSeconds: Double = 60) -> ChildProcess.Exit {
+        child.send(SIGTERM)
+        return child.wait(timeoutSeconds: timeoutSeconds)
+    }
+
+    /// The last lines the instance logged (for a failure report).
+    public var logTail: String {
+        let text = (try? String(contentsOfFile: directory + "/bridge.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").suffix(5).joined(separator: "\n")
+    }
+
+    /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw ChildProcess.SpawnError(description: "socket: \(String(cString: strerror(errno)))") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(socket, socketAddress, length) == 0 && getsockname(socket, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { throw ChildProcess.SpawnError(description: "no free port: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// The body of `GET path` on 127.0.0.1:`port` (HTTP/1.0, blocking, 2 s timeout), nil on failure.
+    static func get(port: Int, path: String) -> String? {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { return nil }
+        defer { close(socket) }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { return nil }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(socket, $0.baseAddress, $0.count, 0) }) == request.count else { return nil }
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            response.append(contentsOf: buffer[..<count])
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        guard text.hasPrefix("HTTP/1.") && text.contains(" 200 "), let body = text.range(of: "\r\n\r\n") else { return nil }
+        return String(text[body.upperBound...])
+    }
+}

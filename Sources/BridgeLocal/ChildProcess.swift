@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Observability
+
+/// A child process started with `posix_spawn` and reaped with `wait4`, so that the benchmark
+/// gets the child's own CPU time (`ru_utime` + `ru_stime`) and peak RSS from the kernel: h2load
+/// and the `apns-bridge run` instances under test.
+///
+/// Only this type waits for the pid; nothing else in the process may reap it.
+public final class ChildProcess: @unchecked Sendable {
+    /// How the child ended and what it used, from `wait4`.
+    public struct Exit: Sendable {
+        /// The exit status, or 128 + the signal number when a signal ended it.
+        public var status: Int32
+        /// User + system CPU seconds of the child (all its threads, its whole life).
+        public var cpuSeconds: Double
+        /// Peak resident set size of the child in megabytes (`ru_maxrss`).
+        public var maxResidentMegabytes: Double
+    }
+
+    /// The child could not be started.
+    public struct SpawnError: Error, CustomStringConvertible {
+        /// What failed.
+        public var description: String
+    }
+
+    /// The child's process id.
+    public let pid: pid_t
+    private let exitState = Locked<Exit?>(nil)
+
+    /// Starts `executable` with `arguments` and this process's environment plus `environment`;
+    /// standard output goes to `outputFile` (truncated) or /dev/null, standard error to
+    /// `errorFile` or /dev/null, standard input is /dev/null.
+    /// - Throws: `SpawnError` when `posix_spawn` fails.
+    public init(executable: String, arguments: [String], environment: [String: String] = [:],
+                outputFile: String? = nil, errorFile: String? = nil) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputFile ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errorFile ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        var inherited: [UnsafeMutablePointer<CChar>?] = []
+        var entry = environ
+        while let variable = entry.pointee {
+            let name = String(cString: variable).prefix { $0 != "=" }
+            if environment[String(name)] == nil { inherited.append(strdup(variable)) }
+            entry += 1
+        }
+        let envp = inherited + environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, executable, &actions, nil, argv, envp)
+        guard result == 0 else {
+            throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(result)))")
+        }
+        pid = child
+    }
+
+    /// Sends `signal` to the child (nothing once it was reaped).
+    public func send(_ signal: Int32) {
+        guard exitState.withLock({ $0 }) == nil else { return }
+        kill(pid, signal)
+    }
+
+    /// Whether the child is still running (reaps it when it ended).
+    public var isRunning: Bool {
+        poll(blocking: false) == nil
+    }
+
+    /// Waits until the child ended, at most `timeoutSeconds` (then it is killed with SIGKILL).
+    @discardableResult
+    public func wait(timeoutSeconds: Double) -> Exit {
+        let deadline = Timestamp.monotonicNanoseconds() + UInt64(max(timeoutSeconds, 0) * 1e9)
+        while Timestamp.monotonicNanoseconds() < deadline {
+            if let exit = poll(blocking: false) { return exit }
+            usleep(5_000)
+        }
+        send(SIGKILL)
+        // invariant: after SIGKILL a blocking wait4 returns.
+        return poll(blocking: true)!
+    }
+
+    private func poll(blocking: Bool) -> Exit? {
+        exitState.withLock { state in
+            if let state { return state }
+            var status: Int32 = 0
+            var usage = rusage()
+            let reaped = wait4(pid, &status, blocking ? 0 : WNOHANG, &usage)
+            guard reaped == pid else {
+                // ECHILD: not ours to wait for any more; report it as gone.
+                if reaped < 0 && errno == ECHILD { state = Exit(status: -1, cpuSeconds: 0, maxResidentMegabytes: 0) }
+                return state
+            }
+            let signal = status & 0x7f
+            state = Exit(
+                status: signal == 0 ? (status >> 8) & 0xff : 128 + signal,
+                cpuSeconds: Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+                    + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6,
+                maxResidentMegabytes: Double(usage.ru_maxrss) / 1024)
+            return state
+        }
+    }
+
+    deinit {
+        if exitState.withLock({ $0 }) == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+    }
+}
