@@ -41,6 +41,9 @@ enum RunCommand {
         statusServer.attach(pipeline)
         let configuration = pipeline.configuration
         let logger = Logger(label: "apns-bridge")
+        for finding in ConfigurationCheck.keyFileModeWarnings(configuration) {
+            logger.warning("key file readable by group or others", metadata: ["key": finding.subject, "detail": finding.message])
+        }
         let (timeoutSeconds, timeoutAttoseconds) = configuration.shutdownTimeout.components
         let graceSeconds = Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5
         let signals = SignalWaiter { signalNumber, count in

@@ -36,6 +36,27 @@ struct CommandLineTests {
         #expect(committed.values.reduce(0, +) == Int64(workload.records.count))
     }
 
+    @Test func runWarnsAtStartAboutAKeyFileOthersCanRead() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let keyFile = environment.credentials.authKeyFile
+        #expect(chmod(keyFile, 0o644) == 0)
+        let configFile = try TemporaryFile(contents: environment.configurationYAML(groupID: "e2e-key-mode",
+                                                                                  extra: "log: {format: text}"))
+        let log = try ScratchDirectory()
+        defer { log.remove() }
+
+        let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
+        defer { BridgeBinary.stop(process) }
+        #expect(waitFor(timeout: .seconds(30)) {
+            BridgeBinary.count("key file readable by group or others", in: log.file("bridge.log")) == 1
+        })
+        #expect(BridgeBinary.count("chmod 600", in: log.file("bridge.log")) == 1)
+        #expect(BridgeBinary.count("BEGIN PRIVATE KEY", in: log.file("bridge.log")) == 0)
+        kill(process.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+    }
+
     @Test func aSecondSignalStopsAtOnceWithoutCommittingUnfinishedWork() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }

@@ -78,6 +78,20 @@ extension ConfigurationCheck {
         return .init(.ok, subject, "certificate \(certificate.subject) valid until \(until) (\(days) days)")
     }
 
+    /// Warnings for every app's key file (`.p8`, PEM key or PKCS#12) that group or others can
+    /// read; `run` logs them at start, `check` reports them with its other findings.
+    public static func keyFileModeWarnings(_ configuration: BridgeConfiguration) -> [ConfigurationFinding] {
+        configuration.apps.flatMap { app -> [ConfigurationFinding] in
+            let subject = "apps.\(app.name).auth"
+            switch app.auth {
+            case .token(let keyFile, _, _), .certificate(_, let keyFile, _):
+                return checkKeyFileMode(keyFile, subject: subject + ".key_file")
+            case .certificatePKCS12(let p12File, _):
+                return checkKeyFileMode(p12File, subject: subject + ".p12_file")
+            }
+        }
+    }
+
     /// A warning when a key file can be read (or written) by group or others.
     static func checkKeyFileMode(_ path: String, subject: String) -> [ConfigurationFinding] {
         var status = stat()
