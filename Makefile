@@ -4,6 +4,7 @@ BIN_DEBUG = .build/debug/apns-bridge
 BIN_RELEASE = .build/release/apns-bridge
 
 # Sanitizer builds live in their own build directories so they never disturb the normal build.
+# (`swift build --sanitize address` compiles with swiftc -sanitize=address; likewise thread.)
 ASAN_BUILD = .build-asan
 TSAN_BUILD = .build-tsan
 # LeakSanitizer runs with the AddressSanitizer pass; library-internal leaks are suppressed in
