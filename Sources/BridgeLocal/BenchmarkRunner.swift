@@ -78,7 +78,8 @@ public enum BenchmarkRunner {
             consumer: settings.consumerProperties
         )
         let bridges = try (1...settings.instances).map {
-            try BridgeProcess(executable: settings.executable, yaml: yaml, instanceID: "bench-instance-\($0)")
+            try BridgeProcess(executable: settings.executable, yaml: yaml, instanceID: "bench-instance-\($0)",
+                              wrapper: settings.wrapper)
         }
         var produced = 0
         defer { for bridge in bridges where bridge.child.isRunning { _ = bridge.stop(timeoutSeconds: 10) } }

@@ -33,6 +33,9 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var consumerProperties: [String: String] = [:]
     /// The instances' log level.
     public var bridgeLogLevel: String
+    /// A command (and its arguments) each instance is started under, e.g. `valgrind
+    /// --tool=callgrind` for instruction counts; empty: the executable itself.
+    public var wrapper: [String] = []
 
     /// The defaults of `apns-bridge bench`: 100,000 single-token requests, one instance.
     public init(requests: Int = 100_000, tokensPerRequest: Int = 1, partitions: Int = 8, connections: Int = 4,

@@ -59,6 +59,23 @@ struct BenchCommandTests {
         #expect(counts.count == 2 && counts.reduce(0, +) == 400)
     }
 
+    /// `--wrapper` starts each instance under a command (for valgrind/perf): here a script that
+    /// leaves a mark and runs the rest of its arguments, so the run completes only through it.
+    @Test func instancesStartUnderTheWrapperCommand() throws {
+        let directory = try LocalFiles.makeTemporaryDirectory(prefix: "bench-wrapper")
+        defer { LocalFiles.removeDirectory(directory) }
+        let script = directory + "/wrap.sh"
+        try "#!/bin/sh\necho wrapped >> \(directory)/marks\nexec \"$@\"\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o700)
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--requests", "50", "--skip-h2load", "--skip-paced", "--json", "--wrapper", script,
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        #expect(try Self.finalJSON(output)["complete"] as? Bool == true)
+        let marks = try String(contentsOfFile: directory + "/marks", encoding: .utf8)
+        #expect(marks == "wrapped\n")
+    }
+
     /// The scaled-down form of `make bench-memory`: a backlog of large and single-token requests
     /// behind an unreachable APNs, then the catch-up, measured on a real `apns-bridge run` child.
     @Test func memoryModeMeasuresTheBridgeProcessThroughAnOutageAndTheCatchUp() throws {
