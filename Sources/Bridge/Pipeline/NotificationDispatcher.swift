@@ -123,8 +123,9 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             return
         }
         let key = PoolKey(app: request.app, environment: request.environment)
+        // No exact `reserveCapacity` here: it would reallocate (and copy) the poll's whole batch
+        // for every request, quadratic in the requests of a poll; appends grow it geometrically.
         var batch = pending.removeValue(forKey: key) ?? []
-        batch.reserveCapacity(batch.count + request.validTokens.count)
         for token in request.validTokens {
             let notification = APNsNotification(
                 token: token, pushType: request.pushType, priority: request.priority, expiration: request.expiration,
