@@ -27,6 +27,14 @@ import Testing
         var bytes: [UInt8] = []
         JSONText.appendQuoted(hostile, to: &bytes)
         #expect(String(decoding: bytes, as: UTF8.self) == text)
+        // Escapes at either end, next to each other, and plain runs (copied whole) between them.
+        for value in ["\"start", "end\\", "\u{1f}\u{1f}", "plain token 0123abcd", "", "a\"b\"c", "\(Character(UnicodeScalar(0x7f)))🙂"] {
+            var expectedText = ""
+            JSONText.appendQuoted(value, to: &expectedText)
+            var appended: [UInt8] = Array("x".utf8)
+            JSONText.appendQuoted(value, to: &appended)
+            #expect(String(decoding: appended, as: UTF8.self) == "x" + expectedText)
+        }
     }
 
     @Test func levelsParseTheirConfigurationNames() {
