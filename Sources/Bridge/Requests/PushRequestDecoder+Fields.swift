@@ -21,29 +21,56 @@ struct RequestFields {
         }
         for (keyValue, value) in root.members {
             guard let key = keyValue.stringValue else { continue }  // invariant of the scanner: keys are strings
-            let slot: WritableKeyPath<RequestFields, JSONValue?>
-            switch key {
-            case "id": slot = \.id
-            case "app": slot = \.app
-            case "tokens": slot = \.tokens
-            case "token": slot = \.token
-            case "payload": slot = \.payload
-            case "push_type": slot = \.pushType
-            case "priority": slot = \.priority
-            case "expiration": slot = \.expiration
-            case "collapse_id": slot = \.collapseID
-            case "topic": slot = \.topic
-            case "environment": slot = \.environment
-            case "apns_id": slot = \.apnsID
-            default: continue
-            }
-            if self[keyPath: slot] != nil || seenNull.contains(key) {
+            guard let field = Field(rawValue: key) else { continue }
+            if self[field] != nil || seenNull.contains(key) {
                 throw DeadLetter(code: .invalidRequest, detail: "field \"\(key)\": appears more than once")
             }
             if value.isNull {
                 seenNull.insert(key)
             } else {
-                self[keyPath: slot] = value
+                self[field] = value
+            }
+        }
+    }
+
+    /// The known fields by their JSON names.
+    private enum Field: String {
+        case id, app, tokens, token, payload, topic, environment
+        case pushType = "push_type", priority, expiration, collapseID = "collapse_id", apnsID = "apns_id"
+    }
+
+    /// A field's slot (a switch: key paths cost a runtime call per access on the decode path).
+    private subscript(field: Field) -> JSONValue? {
+        get {
+            switch field {
+            case .id: id
+            case .app: app
+            case .tokens: tokens
+            case .token: token
+            case .payload: payload
+            case .pushType: pushType
+            case .priority: priority
+            case .expiration: expiration
+            case .collapseID: collapseID
+            case .topic: topic
+            case .environment: environment
+            case .apnsID: apnsID
+            }
+        }
+        set {
+            switch field {
+            case .id: id = newValue
+            case .app: app = newValue
+            case .tokens: tokens = newValue
+            case .token: token = newValue
+            case .payload: payload = newValue
+            case .pushType: pushType = newValue
+            case .priority: priority = newValue
+            case .expiration: expiration = newValue
+            case .collapseID: collapseID = newValue
+            case .topic: topic = newValue
+            case .environment: environment = newValue
+            case .apnsID: apnsID = newValue
             }
         }
     }
