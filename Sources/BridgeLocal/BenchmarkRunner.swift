@@ -45,7 +45,9 @@ public enum BenchmarkRunner {
         let started = Timestamp.monotonicNanoseconds()
         var report = BenchmarkReport(settings: settings)
         progress("starting the mock Kafka cluster (\(settings.partitions) partitions) and the APNs simulator (\(settings.simulatorThreads) thread(s))")
-        let environment = try LocalEnvironment(partitions: Int32(settings.partitions), simulatorThreads: settings.simulatorThreads)
+        let environment = try LocalEnvironment(
+            partitions: Int32(settings.partitions), maxConcurrentStreams: settings.simulatorStreams,
+            simulatorThreads: settings.simulatorThreads, simulatorLatency: .milliseconds(settings.simulatorLatencyMilliseconds))
         defer { environment.close() }
 
         if settings.runH2Load {

@@ -13,6 +13,10 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var maxInFlight: Int
     /// Event loop threads of the simulator.
     public var simulatorThreads: Int
+    /// Time the simulator waits before answering each stream (APNs' round trip); zero by default.
+    public var simulatorLatencyMilliseconds: Int = 0
+    /// The simulator's SETTINGS_MAX_CONCURRENT_STREAMS (streams per connection).
+    public var simulatorStreams: Int = 1000
     /// Whether to measure the simulator with h2load first.
     public var runH2Load: Bool
     /// The most notifications the h2load reference sends.

@@ -11,7 +11,8 @@ enum BenchCommand {
     static let help = """
     Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--instances I] [--rate R]
                              [--partitions P] [--connections C] [--max-in-flight M]
-                             [--simulator-threads T] [--exactly-once] [--skip-h2load] [--skip-paced]
+                             [--simulator-threads T] [--simulator-latency MS] [--simulator-streams S]
+                             [--exactly-once] [--skip-h2load] [--skip-paced]
                              [--consumer-property K=V …] [--wrapper 'COMMAND …'] [--json]
                              [--log-level LEVEL]
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
@@ -40,6 +41,9 @@ enum BenchCommand {
       --connections C          HTTP/2 connections of the app per instance (default 4; h2load uses as many)
       --max-in-flight M        the bridge's limits.max_in_flight (default 20000)
       --simulator-threads T    event loop threads of the simulator (default 1)
+      --simulator-latency MS   the simulator answers each stream MS milliseconds late (APNs' round
+                               trip; default 0)
+      --simulator-streams S    the simulator's SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
       --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
       --skip-paced             do not run the paced run
@@ -65,7 +69,8 @@ enum BenchCommand {
     static func main(_ arguments: [String]) throws -> Int32 {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
-                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property", "wrapper"],
+                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property", "wrapper",
+                     "simulator-latency", "simulator-streams"],
             flags: ["help", "skip-h2load", "memory", "exactly-once", "skip-paced", "json"]
         ))
         if options.flag("help") {
@@ -104,6 +109,8 @@ enum BenchCommand {
         guard settings.notifications <= 2_000_000 else {
             throw CommandLineOptions.UsageError(description: "--requests × --tokens-per-request must be at most 2,000,000, got \(settings.notifications)")
         }
+        settings.simulatorLatencyMilliseconds = try options.integer("simulator-latency", default: 0, in: 0...10_000)
+        settings.simulatorStreams = try options.integer("simulator-streams", default: 1000, in: 1...100_000)
         settings.wrapper = (options.value("wrapper") ?? "").split(separator: " ").map(String.init)
         for property in options.values("consumer-property") {
             let parts = property.split(separator: "=", maxSplits: 1).map(String.init)

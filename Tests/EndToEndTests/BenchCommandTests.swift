@@ -59,6 +59,21 @@ struct BenchCommandTests {
         #expect(counts.count == 2 && counts.reduce(0, +) == 400)
     }
 
+    /// `--simulator-latency` and `--simulator-streams` shape the simulator: every result waited
+    /// at least the latency (its `latency_ms` includes the APNs round trip), and the run says so.
+    @Test func simulatorLatencyAndStreamsAreApplied() throws {
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--requests", "100", "--skip-h2load", "--skip-paced", "--json", "--connections", "1",
+            "--simulator-latency", "30", "--simulator-streams", "20",
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        let json = try Self.finalJSON(output)
+        #expect(json["complete"] as? Bool == true)
+        #expect(json["simulator_latency_ms"] as? Int == 30)
+        #expect(json["simulator_streams"] as? Int == 20)
+        #expect((json["latency_ms_p50"] as? Double ?? 0) >= 30)
+    }
+
     /// `--wrapper` starts each instance under a command (for valgrind/perf): here a script that
     /// leaves a mark and runs the rest of its arguments, so the run completes only through it.
     @Test func instancesStartUnderTheWrapperCommand() throws {
