@@ -123,18 +123,23 @@ extension PushRequestDecoder {
 
     /// The lower-cased token if it is an even number (64–200) of hex digits, else nil.
     static func normalizedToken(_ text: String) -> String? {
-        let utf8 = text.utf8
-        let count = utf8.count
+        var text = text
+        let count = text.utf8.count
         guard count >= 64, count <= 200, count % 2 == 0 else { return nil }
-        var needsLowercasing = false
-        for byte in utf8 {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): continue
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): needsLowercasing = true
-            default: return nil
+        // Over the contiguous bytes (not `String.UTF8View`'s per-byte iteration).
+        let verdict = text.withUTF8 { bytes -> (isHex: Bool, needsLowercasing: Bool) in
+            var needsLowercasing = false
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): continue
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): needsLowercasing = true
+                default: return (false, false)
+                }
             }
+            return (true, needsLowercasing)
         }
-        return needsLowercasing ? lowercasedASCII(text) : text
+        guard verdict.isHex else { return nil }
+        return verdict.needsLowercasing ? lowercasedASCII(text) : text
     }
 
     /// The lower-cased canonical form of an 8-4-4-4-12 hex UUID, or nil.
