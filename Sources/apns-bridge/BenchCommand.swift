@@ -47,7 +47,9 @@ enum BenchCommand {
       --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
       --skip-paced             do not run the paced run
-      --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable)
+      --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable;
+                               the bench sets fetch.wait.max.ms=10: librdkafka's mock broker holds an
+                               empty fetch for all of it even when records arrive)
       --wrapper 'COMMAND …'    start each instance under COMMAND (split at spaces), e.g.
                                'valgrind --tool=callgrind' for instruction counts (profiling only:
                                the instance's CPU and memory are then the wrapper's)

@@ -148,6 +148,13 @@ struct BenchCommandTests {
         #expect(H2LoadReference.parse("finished in 1.5s, 10 req/s, 1KB/s\n") == nil)
     }
 
+    @Test func instancesFetchWithoutTheMockBrokersLongWaitUnlessTold() {
+        var settings = BenchmarkSettings(executable: "/bin/true")
+        #expect(settings.bridgeConsumerProperties == ["fetch.wait.max.ms": "10"])
+        settings.consumerProperties = ["fetch.wait.max.ms": "500", "fetch.min.bytes": "1"]
+        #expect(settings.bridgeConsumerProperties == ["fetch.wait.max.ms": "500", "fetch.min.bytes": "1"])
+    }
+
     @Test func partitionsAreSizedForTheMockClustersLimits() {
         // 100,000 results of ~500 bytes need more than the 8 default partitions; 400 need one.
         #expect(MockPartitionBudget.partitionsNeeded(records: 100_000, bytesPerRecord: 460) >= 10)
