@@ -104,11 +104,14 @@ extension HTTP2ClientConnection {
     }
 
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
-        guard let index = streams.index(forKey: streamID) else { return }
-        // Bounded: only the first `maxResponseBodyBytes` are kept, the rest is discarded.
+        guard let index = streams.index(forKey: streamID), !streams.values[index].responseBodyCut else { return }
         let room = maxResponseBodyBytes - streams.values[index].responseBody.count
-        guard room > 0 else { return }
         streams.values[index].responseBody.append(contentsOf: data.prefix(room))
+        guard data.count > room, let session else { return }
+        // Bounded: past `maxResponseBodyBytes` the stream is reset (CANCEL), so neither memory nor
+        // reading grows with what the peer sends; the answer completes with what was kept.
+        streams.values[index].responseBodyCut = true
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
     }
 
     func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -141,7 +144,7 @@ extension HTTP2ClientConnection {
     func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         let result: Result<HTTP2Response, HTTP2StreamFailure>
-        if stream.responseComplete && stream.status != 0 {
+        if (stream.responseComplete || stream.responseBodyCut) && stream.status != 0 {
             result = .success(HTTP2Response(status: stream.status, headers: stream.headers, body: stream.responseBody))
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || streamID > goAwayLastStreamID {
             result = .failure(.refused)

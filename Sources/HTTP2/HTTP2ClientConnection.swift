@@ -28,6 +28,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         var headerBytes = 0
         var responseBody: [UInt8] = []
         var responseComplete = false
+        /// The body went past `maxResponseBodyBytes`: the stream was reset, the answer is what was kept.
+        var responseBodyCut = false
     }
 
     /// The default cap on what is kept of a response body (see `maxResponseBodyBytes`).
@@ -47,8 +49,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public let loop: EventLoop
     let tlsContext: TLSClientContext
     let streamTimeoutNanoseconds: UInt64
-    /// What is kept of each response body: the first bytes up to this cap; the rest is
-    /// discarded (the answer still completes). Memory per stream stays bounded.
+    /// What is read of each response body. A body that goes past it ends the stream: the client
+    /// resets it (CANCEL) and the answer completes with its status, headers and the first
+    /// `maxResponseBodyBytes` bytes. Memory and reading per stream stay bounded, even against a
+    /// peer that sends DATA without end.
     let maxResponseBodyBytes: Int
     let authority: String
     let logger = Logger(label: "http2.client")
