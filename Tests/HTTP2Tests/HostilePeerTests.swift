@@ -64,7 +64,7 @@ struct HostilePeerTests {
         // Resetting streams costs nothing else: the same connection takes the next request.
         await fixture.submit(4...4)
         #expect(await eventually { fixture.client.delegate.finishCount == 4 })
-        #expect(fixture.client.delegate.closeReason == nil)
+        #expect(fixture.client.delegate.closeReason == nil, "\(fixture.peer.observations.endReasons)")
         #expect(fixture.peer.observations.connectionsAccepted == 1 && fixture.peer.observations.goAwaysReceived.isEmpty)
     }
 

@@ -62,6 +62,8 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         public var connectionsAccepted = 0
         /// Connections that ended (the client closed, or a read failed).
         public var connectionsEnded = 0
+        /// Why connections ended, when not by the peer's own `stop()` (for failure messages).
+        public var endReasons: [String] = []
         /// Request HEADERS received, all connections together.
         public var headersReceived = 0
         /// RST_STREAM frames received from the client: error code by stream.
@@ -87,7 +89,9 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
     private let listenFD: Int32
     private let recorded = Locked(Observations())
     private let stopping = Locked(false)
-    private let live = Locked<[(fd: Int32, thread: pthread_t)]>([])
+    /// Sockets of connections still open, and every connection thread to join. A socket leaves
+    /// the set and is closed under this lock, so `stop()` never shuts down a number reused since.
+    private let live = Locked<(sockets: Set<Int32>, threads: [pthread_t])>(([], []))
     private var acceptThread: pthread_t?
 
     /// Starts listening on 127.0.0.1 (an ephemeral port) with `certificateFile`/`privateKeyFile`.
@@ -142,14 +146,11 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         stopping.withLock { $0 = true }
         shutdown(listenFD, Int32(SHUT_RDWR))
         pthread_join(acceptThread, nil)
-        let connections = live.withLock { all in
-            defer { all.removeAll() }
-            return all
+        let threads = live.withLock { live in
+            for socket in live.sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+            return live.threads
         }
-        for connection in connections {
-            shutdown(connection.fd, Int32(SHUT_RDWR))
-            pthread_join(connection.thread, nil)
-        }
+        for thread in threads { pthread_join(thread, nil) }
         close(listenFD)
         SSL_CTX_free(context)
     }
@@ -158,6 +159,14 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
 
     func record(_ update: (inout Observations) -> Void) {
         recorded.withLock { update(&$0) }
+    }
+
+    /// Closes a connection's socket (its thread is done with it).
+    func closeSocket(_ fd: Int32) {
+        live.withLock {
+            $0.sockets.remove(fd)
+            close(fd)
+        }
     }
 
     private func acceptLoop() {
@@ -172,12 +181,13 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
                 return
             }
             let connection = HostileHTTP2PeerConnection(peer: self, fd: fd, ssl: ssl)
+            live.withLock { _ = $0.sockets.insert(fd) }
             do {
                 let thread = try ThreadStarter.start(name: "hostile-conn", detached: false) { connection.run() }
-                live.withLock { $0.append((fd, thread)) }
+                live.withLock { $0.threads.append(thread) }
             } catch {
                 SSL_free(ssl)
-                close(fd)
+                closeSocket(fd)
             }
         }
     }

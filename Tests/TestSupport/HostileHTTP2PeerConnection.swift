@@ -29,6 +29,7 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
     /// HEADERS of this stream arrived without END_HEADERS: its CONTINUATION frames follow.
     private var headersPendingStream: UInt32?
     private var requestsAnswered = 0
+    private var bytesRead = 0
     private var closedStreams: [UInt32] = []
     // Flow control of what this peer sends (the client's receive windows).
     private var initialStreamWindow = 65_535
@@ -46,7 +47,7 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
     func run() {
         defer {
             SSL_free(ssl)
-            close(fd)
+            peer.closeSocket(fd)
         }
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -74,9 +75,12 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             if count <= 0 {
                 let error = SSL_get_error(ssl, count)
                 if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { continue }
+                let detail = "SSL_read: SSL error \(error), errno \(errno), \(String(cString: ERR_error_string(ERR_get_error(), nil))), read \(bytesRead)"
+                peer.record { $0.endReasons.append(detail) }
                 return
             }
             input.append(contentsOf: buffer[0..<Int(count)])
+            bytesRead += Int(count)
             readFrames()
         }
     }
@@ -92,6 +96,7 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
         if !prefaceSeen {
             guard input.count >= Self.preface.count else { return }
             guard input.starts(with: Self.preface) else {
+                peer.record { $0.endReasons.append("no client preface") }
                 open = false
                 return
             }
@@ -261,7 +266,11 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
                 return
             }
             let error = SSL_get_error(ssl, written)
-            if error != SSL_ERROR_WANT_WRITE && error != SSL_ERROR_WANT_READ { break }
+            if error != SSL_ERROR_WANT_WRITE && error != SSL_ERROR_WANT_READ {
+                let detail = "SSL_write: SSL error \(error), errno \(errno)"
+                peer.record { $0.endReasons.append(detail) }
+                break
+            }
         }
         open = false
     }
