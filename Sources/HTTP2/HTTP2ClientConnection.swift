@@ -38,6 +38,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public static let maxResponseHeaderFields = 32
     /// The cap on the bytes of response header names and values kept per stream.
     public static let maxResponseHeaderBytes = 8 * 1024
+    /// The most DATA a connection may read for nothing (past a body's cap, or on streams it reset,
+    /// as a peer ignoring RST_STREAM sends); past it the connection ends with GOAWAY
+    /// ENHANCE_YOUR_CALM. Checked as the connection window is refilled (every 8 MiB read).
+    public static let maxDiscardedDataBytes = 4 << 20
     /// How long connecting, the TLS handshake and the first SETTINGS may take.
     static let connectTimeoutNanoseconds: UInt64 = 10_000_000_000
 
@@ -64,6 +68,12 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?
+    /// DATA bytes read and given back to the peer (connection WINDOW_UPDATEs after the first,
+    /// which only raises the window), and those of them kept in response bodies: the difference
+    /// is what was read for nothing (DATA past a body's cap, or on streams already reset).
+    var dataBytesRefilled = 0
+    var dataBytesKept = 0
+    var initialWindowRaiseSent = false
     private var connection: TLSConnection?
     private var addresses: [SocketAddress] = []
     private var nextAddressIndex = 0

@@ -103,6 +103,28 @@ struct APNsClientHostilePeerTests {
         #expect(seen.connectionsAccepted == 1 && seen.goAwaysReceived.isEmpty && seen.headersReceived == 12, "\(seen)")
     }
 
+    @Test func aPeerIgnoringResetsLosesItsConnectionAndThePoolReconnects() async throws {
+        let fixture = try Fixture(.endlessData(status: 200, ignoringResets: true), maxAttempts: 3)
+        defer { fixture.tearDown() }
+        #expect(await fixture.deliver(4))
+        // Each answer is its status: delivered at the first attempt, the body cut at 16 KiB.
+        for outcome in fixture.results(4, attempts: 1) {
+            guard case .response(let response) = outcome, response.status == 200 else {
+                Issue.record("\(outcome)")
+                continue
+            }
+        }
+        // The peer kept sending on the reset streams: past the discard cap the client ended the
+        // connection (why: `HostilePeerTests/aPeerIgnoringResetsIsCutOffAfterTheConnectionsDiscardCap`;
+        // its GOAWAY may not reach a peer busy writing) and the pool opened another, with nothing to send.
+        #expect(await eventually {
+            let seen = fixture.peer.observations
+            return seen.connectionsEnded == 1 && seen.connectionsAccepted == 2 && fixture.client.hasReadyConnection
+        }, "\(fixture.peer.observations)")
+        let sent = fixture.peer.observations.dataBytesSent.values.reduce(0, +)
+        #expect(sent <= Int(HTTP2Session.connectionWindowSize) + Int(HTTP2Session.connectionWindowSize) / 2)
+    }
+
     @Test func resetStreamsAreRetriedUpToMaxAttemptsAndAFloodOfResetsIsIgnored() async throws {
         // INTERNAL_ERROR and CANCEL in turn, each followed by 100 resets of streams already closed.
         let fixture = try Fixture(.resetStreams(codes: [0x2, 0x8], closedStreamFlood: 100), maxAttempts: 3)

@@ -111,3 +111,24 @@ struct HostilePeerTests {
         #expect(await onLoop(fixture.client.loop) { connection.canStartStreams })
     }
 }
+
+extension HostilePeerTests {
+    @Test func aPeerIgnoringResetsIsCutOffAfterTheConnectionsDiscardCap() async throws {
+        let fixture = try Fixture(.endlessData(status: 200, ignoringResets: true))
+        defer { fixture.tearDown() }
+        #expect(try await fixture.client.connect())
+        await fixture.submit(1...2)
+        #expect(await eventually { fixture.client.delegate.finishCount == 2 })
+        // The streams were cut and reset, but the peer sends on, held back only by the connection
+        // window: once the client has read more than the cap for nothing, it ends the connection.
+        #expect(await eventually { fixture.client.delegate.closeReason != nil })
+        let reason = try #require(fixture.client.delegate.closeReason)
+        #expect(reason.hasPrefix("HTTP/2 protocol error: the server sent") && reason.hasSuffix("bytes of DATA no open stream keeps"))
+        // (Its GOAWAY ENHANCE_YOUR_CALM may not reach a peer busy writing: the close resets TCP.)
+        #expect(await eventually { fixture.peer.observations.connectionsEnded == 1 })
+        // Read at most: the 16 MiB connection window, then the one refill that revealed the waste.
+        let sent = fixture.peer.observations.dataBytesSent.values.reduce(0, +)
+        #expect(sent > HTTP2ClientConnection.maxDiscardedDataBytes)
+        #expect(sent <= Int(HTTP2Session.connectionWindowSize) + Int(HTTP2Session.connectionWindowSize) / 2)
+    }
+}

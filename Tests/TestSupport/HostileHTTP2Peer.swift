@@ -20,8 +20,9 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         /// Answers with a header block that is not valid HPACK.
         case invalidHPACK(InvalidHeaderBlock)
         /// Answers `:status` without END_STREAM, then sends DATA for the stream for as long as
-        /// flow control allows (it honours WINDOW_UPDATE), until the client resets the stream.
-        case endlessData(status: Int)
+        /// flow control allows (it honours WINDOW_UPDATE), until the client resets the stream;
+        /// `ignoringResets`: goes on after the reset, held back by the connection's window only.
+        case endlessData(status: Int, ignoringResets: Bool = false)
         /// Resets the stream with the next of `codes` (in turn, per request), then sends
         /// `closedStreamFlood` more RST_STREAM frames for streams of this connection already closed.
         case resetStreams(codes: [UInt32], closedStreamFlood: Int)

@@ -141,7 +141,12 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             send(frame(.windowUpdate, flags: 0, stream: 0, payload: increment))
         case .rstStream where payload.count == 4:
             let code = payload.bigEndianUInt32(at: 0)
-            streaming.removeAll { $0.stream == stream }
+            if case .endlessData(_, ignoringResets: true) = peer.behaviour,
+               let index = streaming.firstIndex(where: { $0.stream == stream }) {
+                streaming[index].window = .max  // the client will never grant it more: ignore that too
+            } else {
+                streaming.removeAll { $0.stream == stream }
+            }
             peer.record { $0.resetsReceived[.init(connection: number, stream: stream)] = code }
         case .goAway where payload.count >= 8:
             let code = payload.bigEndianUInt32(at: 4)
@@ -193,7 +198,7 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             // Then only listen: anything sent after the client has closed would make its kernel
             // answer with a TCP reset, which can discard its GOAWAY before this thread reads it.
             quiet = true
-        case .endlessData(let status):
+        case .endlessData(let status, _):
             send(frame(.headers, flags: Self.flagEndHeaders, stream: stream, payload: Self.statusBlock(status)))
             streaming.append((stream, initialStreamWindow))
         case .resetStreams(let codes, let flood):
