@@ -39,12 +39,14 @@ struct APNsClientHostilePeerTests {
             return await eventually(timeout: .seconds(30)) { recorder.callCount >= count }
         }
 
-        /// Every result, checked to be one per notification with exactly `attempts` attempts.
-        func results(_ count: Int, attempts: Int) -> [APNsDeliveryResult.Outcome] {
+        /// Expects one result per notification, each after exactly `attempts` attempts and `expected`.
+        func expectResults(_ count: Int, attempts: Int, _ expected: (APNsDeliveryResult.Outcome) -> Bool) {
             let snapshot = recorder.snapshot
             #expect(recorder.callCount == count && snapshot.count == count)
             #expect(snapshot.values.allSatisfy { $0.count == 1 && $0[0].result.attempts == attempts })
-            return snapshot.values.compactMap { $0.first?.result.outcome }
+            for outcome in snapshot.values.compactMap({ $0.first?.result.outcome }) where !expected(outcome) {
+                Issue.record("unexpected outcome: \(outcome)")
+            }
         }
 
         func tearDown() {
@@ -60,12 +62,8 @@ struct APNsClientHostilePeerTests {
         #expect(await fixture.deliver(5))
         // Each attempt's connection died of the peer's header block: lost, retried, then failed
         // with the reason the pool logged when it replaced the connection.
-        for outcome in fixture.results(5, attempts: 3) {
-            guard case .failure(.connectionLost(let reason)) = outcome else {
-                Issue.record("\(outcome)")
-                continue
-            }
-            #expect(reason == "HTTP/2 protocol error: COMPRESSION_ERROR")
+        fixture.expectResults(5, attempts: 3) {
+            if case .failure(.connectionLost(let reason)) = $0 { reason == "HTTP/2 protocol error: COMPRESSION_ERROR" } else { false }
         }
         #expect(fixture.recorder.retries == [.connectionLost: 10])
         // Replaced for that cause only, never in a storm: once the pool has a new connection ready
@@ -84,12 +82,8 @@ struct APNsClientHostilePeerTests {
         defer { fixture.tearDown() }
         #expect(await fixture.deliver(4))
         // 500 is retried until max_attempts, then reported with its status (the cut body is not JSON).
-        for outcome in fixture.results(4, attempts: 3) {
-            guard case .response(let response) = outcome else {
-                Issue.record("\(outcome)")
-                continue
-            }
-            #expect(response.status == 500 && response.reason == nil)
+        fixture.expectResults(4, attempts: 3) {
+            if case .response(let response) = $0 { response.status == 500 && response.reason == nil } else { false }
         }
         #expect(fixture.recorder.retries == [.status5xx: 8])
         // Every stream was reset (CANCEL) once past the 16 KiB cap, within its first window; the
@@ -108,11 +102,8 @@ struct APNsClientHostilePeerTests {
         defer { fixture.tearDown() }
         #expect(await fixture.deliver(4))
         // Each answer is its status: delivered at the first attempt, the body cut at 16 KiB.
-        for outcome in fixture.results(4, attempts: 1) {
-            guard case .response(let response) = outcome, response.status == 200 else {
-                Issue.record("\(outcome)")
-                continue
-            }
+        fixture.expectResults(4, attempts: 1) {
+            if case .response(let response) = $0 { response.status == 200 } else { false }
         }
         // The peer kept sending on the reset streams: past the discard cap the client ended the
         // connection (why: `HostilePeerTests/aPeerIgnoringResetsIsCutOffAfterTheConnectionsDiscardCap`;
@@ -130,11 +121,8 @@ struct APNsClientHostilePeerTests {
         let fixture = try Fixture(.resetStreams(codes: [0x2, 0x8], closedStreamFlood: 100), maxAttempts: 3)
         defer { fixture.tearDown() }
         #expect(await fixture.deliver(10))
-        for outcome in fixture.results(10, attempts: 3) {
-            guard case .failure(.reset(let code)) = outcome, code == 0x2 || code == 0x8 else {
-                Issue.record("\(outcome)")
-                continue
-            }
+        fixture.expectResults(10, attempts: 3) {
+            if case .failure(.reset(let code)) = $0 { code == 0x2 || code == 0x8 } else { false }
         }
         // A reset stream may have been processed: an attempt each time, so exactly 3 requests per
         // notification; the 3,000 resets of closed streams cost neither a request nor the connection.
@@ -148,12 +136,7 @@ struct APNsClientHostilePeerTests {
         let fixture = try Fixture(.resetStreams(codes: [0x7], closedStreamFlood: 20), maxAttempts: 3)
         defer { fixture.tearDown() }
         #expect(await fixture.deliver(5))
-        for outcome in fixture.results(5, attempts: 3) {
-            guard case .failure(.refused) = outcome else {
-                Issue.record("\(outcome)")
-                continue
-            }
-        }
+        fixture.expectResults(5, attempts: 3) { $0.isRefused }
         // A peer refusing everything gets 8 free re-sends of each, then 3 counted attempts: no spin.
         let freeResends = APNsDeliveryStateMachine.Configuration(maxAttempts: 3, retryBackoff: .init(
             initial: .milliseconds(10), maximum: .milliseconds(100))).freeNotProcessedResends
@@ -166,12 +149,7 @@ struct APNsClientHostilePeerTests {
         let fixture = try Fixture(.goAwayBeforeEveryRequest, maxAttempts: 3)
         defer { fixture.tearDown() }
         #expect(await fixture.deliver(5))
-        for outcome in fixture.results(5, attempts: 3) {
-            guard case .failure(.refused) = outcome else {
-                Issue.record("\(outcome)")
-                continue
-            }
-        }
+        fixture.expectResults(5, attempts: 3) { $0.isRefused }
         // The GOAWAY rule is the refusal rule: 8 free re-sends, then 3 counted attempts.
         let seen = fixture.peer.observations
         #expect(seen.headersReceived == 5 * 11, "\(seen)")
@@ -179,5 +157,11 @@ struct APNsClientHostilePeerTests {
         // A connection is replaced only after its GOAWAY: no more than one per request round
         // (11 per notification at most), plus the one open now.
         #expect(seen.goAwaysSent >= 11 && seen.connectionsAccepted <= seen.goAwaysSent + 1)
+    }
+}
+
+extension APNsDeliveryResult.Outcome {
+    fileprivate var isRefused: Bool {
+        if case .failure(.refused) = self { true } else { false }
     }
 }
