@@ -54,8 +54,10 @@ let package = Package(
             swiftSettings: strictSettings
         ),
 
-        // Shared test helpers (waiting for a condition, scratch directories), used by every suite.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
+        // Shared test helpers (waiting for a condition, scratch directories, a hostile HTTP/2
+        // peer written frame by frame on OpenSSL), used by every suite.
+        .target(name: "TestSupport", dependencies: ["COpenSSL", "HTTP2", "Observability"], path: "Tests/TestSupport",
+                swiftSettings: strictSettings),
 
         .testTarget(name: "ObservabilityTests", dependencies: ["TestSupport", "Observability"], swiftSettings: strictSettings),
         .testTarget(name: "MetricsTests", dependencies: ["TestSupport", "Metrics"], swiftSettings: strictSettings),

@@ -61,7 +61,12 @@ func clientOnError(_ session: OpaquePointer?, _ libraryErrorCode: Int32, _ messa
 /// the session because of the peer: its text becomes the close reason.
 func clientOnFrameSend(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?,
                        _ userData: UnsafeMutableRawPointer?) -> Int32 {
-    guard let frame, UInt32(frame.pointee.hd.type) == NGHTTP2_GOAWAY.rawValue else { return 0 }
+    guard let frame else { return 0 }
+    if UInt32(frame.pointee.hd.type) == NGHTTP2_WINDOW_UPDATE.rawValue && frame.pointee.hd.stream_id == 0 {
+        clientConnection(userData).sentConnectionWindowUpdate(increment: Int(frame.pointee.window_update.window_size_increment))
+        return 0
+    }
+    guard UInt32(frame.pointee.hd.type) == NGHTTP2_GOAWAY.rawValue else { return 0 }
     let goAway = frame.pointee.goaway
     guard goAway.error_code != NGHTTP2_NO_ERROR.rawValue else { return 0 }
     var text = String(cString: nghttp2_http2_strerror(goAway.error_code))
@@ -104,11 +109,29 @@ extension HTTP2ClientConnection {
     }
 
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
-        guard let index = streams.index(forKey: streamID) else { return }
-        // Bounded: only the first `maxResponseBodyBytes` are kept, the rest is discarded.
+        guard let index = streams.index(forKey: streamID), !streams.values[index].responseBodyCut else { return }
         let room = maxResponseBodyBytes - streams.values[index].responseBody.count
-        guard room > 0 else { return }
         streams.values[index].responseBody.append(contentsOf: data.prefix(room))
+        dataBytesKept += min(room, data.count)
+        guard data.count > room, let session else { return }
+        // Bounded: past `maxResponseBodyBytes` the stream is reset (CANCEL), so neither memory nor
+        // reading grows with what the peer sends; the answer completes with what was kept.
+        streams.values[index].responseBodyCut = true
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
+    }
+
+    /// nghttp2 gave `increment` bytes of DATA back to the peer: past `maxDiscardedDataBytes` read
+    /// for nothing, the connection ends (in-flight streams finish `.connectionLost`).
+    func sentConnectionWindowUpdate(increment: Int) {
+        guard initialWindowRaiseSent else {
+            initialWindowRaiseSent = true  // the first one raises the window (HTTP2Session.make)
+            return
+        }
+        dataBytesRefilled += increment
+        let discarded = dataBytesRefilled - dataBytesKept
+        guard discarded > Self.maxDiscardedDataBytes, lastProtocolError == nil, let session else { return }
+        lastProtocolError = "the server sent \(discarded) bytes of DATA no open stream keeps"
+        _ = nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
     }
 
     func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
@@ -141,7 +164,7 @@ extension HTTP2ClientConnection {
     func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         let result: Result<HTTP2Response, HTTP2StreamFailure>
-        if stream.responseComplete && stream.status != 0 {
+        if (stream.responseComplete || stream.responseBodyCut) && stream.status != 0 {
             result = .success(HTTP2Response(status: stream.status, headers: stream.headers, body: stream.responseBody))
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || streamID > goAwayLastStreamID {
             result = .failure(.refused)

@@ -28,6 +28,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         var headerBytes = 0
         var responseBody: [UInt8] = []
         var responseComplete = false
+        /// The body went past `maxResponseBodyBytes`: the stream was reset, the answer is what was kept.
+        var responseBodyCut = false
     }
 
     /// The default cap on what is kept of a response body (see `maxResponseBodyBytes`).
@@ -36,6 +38,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public static let maxResponseHeaderFields = 32
     /// The cap on the bytes of response header names and values kept per stream.
     public static let maxResponseHeaderBytes = 8 * 1024
+    /// The most DATA a connection may read for nothing (past a body's cap, or on streams it reset,
+    /// as a peer ignoring RST_STREAM sends); past it the connection ends with GOAWAY
+    /// ENHANCE_YOUR_CALM. Checked as the connection window is refilled (every 8 MiB read).
+    public static let maxDiscardedDataBytes = 4 << 20
     /// How long connecting, the TLS handshake and the first SETTINGS may take.
     static let connectTimeoutNanoseconds: UInt64 = 10_000_000_000
 
@@ -47,8 +53,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     public let loop: EventLoop
     let tlsContext: TLSClientContext
     let streamTimeoutNanoseconds: UInt64
-    /// What is kept of each response body: the first bytes up to this cap; the rest is
-    /// discarded (the answer still completes). Memory per stream stays bounded.
+    /// What is read of each response body. A body that goes past it ends the stream: the client
+    /// resets it (CANCEL) and the answer completes with its status, headers and the first
+    /// `maxResponseBodyBytes` bytes. Memory and reading per stream stay bounded, even against a
+    /// peer that sends DATA without end.
     let maxResponseBodyBytes: Int
     let authority: String
     let logger = Logger(label: "http2.client")
@@ -60,6 +68,12 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?
+    /// DATA bytes read and given back to the peer (connection WINDOW_UPDATEs after the first,
+    /// which only raises the window), and those of them kept in response bodies: the difference
+    /// is what was read for nothing (DATA past a body's cap, or on streams already reset).
+    var dataBytesRefilled = 0
+    var dataBytesKept = 0
+    var initialWindowRaiseSent = false
     private var connection: TLSConnection?
     private var addresses: [SocketAddress] = []
     private var nextAddressIndex = 0

@@ -44,7 +44,7 @@ public final class TLSServerContext: @unchecked Sendable {
 }
 
 /// The server's ALPN select callback: picks "h2" from the client's list, or fails the handshake.
-func tlsSelectALPN(_ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
+package func tlsSelectALPN(_ ssl: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
                    _ outLength: UnsafeMutablePointer<UInt8>?, _ input: UnsafePointer<UInt8>?,
                    _ inputLength: UInt32, _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let out, let outLength, let input else { return SSL_TLSEXT_ERR_ALERT_FATAL }

@@ -98,6 +98,7 @@ public enum KafkaTopicReader {
     }
 
     /// Every partition's high watermark (the offset the next record will get).
+    /// The high watermark of every partition of `topic` that holds records.
     private static func highWatermarks(of topic: String, client: RDKafkaClient) throws -> [Int32: Int64] {
         let count = try partitionCount(of: topic, client: client, deadline: Timestamp.monotonicNanoseconds() + 10_000_000_000)
         var ends: [Int32: Int64] = [:]
@@ -108,7 +109,9 @@ public enum KafkaTopicReader {
             guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
                 throw KafkaError(result, context: "watermarks of \(topic)/\(partition)")
             }
-            ends[partition] = high
+            // An empty partition (nothing written, or everything deleted) is read to its end
+            // already: its position would stay unset and never reach `high`.
+            if high > low { ends[partition] = high }
         }
         return ends
     }

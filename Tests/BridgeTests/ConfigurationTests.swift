@@ -220,7 +220,7 @@ import Testing
 
     @Test func wrongTypesNameTheKeyAndValue() throws {
         let error = try #require(parseError(Self.minimal + "\nlimits:\n  max_in_flight: abc\n"))
-        #expect(error.description.hasPrefix("limits.max_in_flight: expected a positive integer, got \"abc\""))
+        #expect(error.description.hasPrefix("limits.max_in_flight: expected an integer from 1 to 1000000, got \"abc\""))
         let cases: [(String, String)] = [
             ("limits: {max_tokens_per_request: 0}", "limits.max_tokens_per_request"),
             ("kafka2: 1", "kafka2"),
@@ -231,6 +231,10 @@ import Testing
             ("apns: {production_url: http://api.push.apple.com}", "apns.production_url"),
             ("apns: {sandbox_url: [1]}", "apns.sandbox_url"),
             ("apns: {retry: {max_attempts: -1}}", "apns.retry.max_attempts"),
+            ("apns: {retry: {max_attempts: 101}}", "apns.retry.max_attempts"),
+            ("limits: {max_in_flight: 1000001}", "limits.max_in_flight"),
+            ("limits: {max_in_flight: 99999999999999999999999}", "limits.max_in_flight"),
+            ("limits: {max_tokens_per_request: 100001}", "limits.max_tokens_per_request"),
             ("apns: {retry: {initial_backoff: 10s, max_backoff: 1s}}", "apns.retry.max_backoff"),
             ("apns: {request_timeout: {a: 1}}", "apns.request_timeout"),
         ]
@@ -300,6 +304,9 @@ import Testing
         #expect(parseError(Self.minimal.replacingOccurrences(of: "bundle_id: com.example.chat",
                                                              with: "bundle_id: com.example.chat\n    connections: 0"))?.keyPath
                 == "apps[0].connections")
+        #expect(parseError(Self.minimal.replacingOccurrences(of: "bundle_id: com.example.chat",
+                                                             with: "bundle_id: com.example.chat\n    connections: 101"))?.description
+                .hasPrefix("apps[0].connections: expected an integer from 1 to 100, got \"101\"") == true)
         #expect(parseError(Self.minimal.replacingOccurrences(of: "bundle_id: com.example.chat",
                                                              with: "bundle_id: com.example.chat\n    environment: staging"))?.keyPath
                 == "apps[0].environment")

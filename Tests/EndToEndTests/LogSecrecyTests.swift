@@ -8,9 +8,11 @@ import Kafka
 import Testing
 import TestSupport
 
-/// Everything the binary prints during a full run (trace level, JSON and text) with a token app
-/// and a certificate app: no key material, passphrase or JWT ever; device tokens only shortened
-/// in logs; input that reaches a log line (a request id with line breaks) cannot forge a line.
+/// Everything the binary prints and publishes during a full run (trace level, JSON and text) with
+/// a token app and a certificate app (its logs, `/metrics`, `/healthz`, `/readyz`, results,
+/// invalid-token records and dead letters, keys, values and headers): no key material,
+/// passphrase or JWT ever; device tokens only shortened in logs; input that reaches a log line
+/// (a request id with line breaks) cannot forge a line.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct LogSecrecyTests {
     static let passphrase = "pass-phrase-that-must-never-be-printed"
@@ -38,6 +40,7 @@ struct LogSecrecyTests {
         try encryptedKey.write(toFile: clientKeyFile, atomically: false, encoding: .utf8)
         chmod(clientKeyFile, 0o600)
         try client.certificatePEM.write(toFile: scratch.file("legacy.pem"), atomically: false, encoding: .utf8)
+        let statusPort = HTTPTestClient.freePort()
         let config = try TemporaryFile(contents: """
         kafka:
           brokers: \(environment.kafka.bootstrapServers)
@@ -55,7 +58,7 @@ struct LogSecrecyTests {
             bundle_id: com.example.legacy
             environment: sandbox
             auth: {type: certificate, cert_file: \(scratch.file("legacy.pem")), key_file: \(clientKeyFile), passphrase: "\(Self.passphrase)"}
-        http: {listen: "127.0.0.1:0"}
+        http: {listen: "127.0.0.1:\(statusPort)"}
         log: {level: trace, format: \(format)}
         shutdown_timeout: 10s
         """)
@@ -85,6 +88,8 @@ struct LogSecrecyTests {
         }, uniquingKeysWith: { first, _ in first })
         #expect(outcomes["certificate/\(tokens[3])"] == "delivered", "\(outcomes)")
         #expect(outcomes["plain/\(tokens[0])"] == "delivered", "\(outcomes)")
+        let statusPages = ["/metrics", "/healthz", "/readyz"].map { HTTPTestClient.get(port: statusPort, $0) }
+        #expect(statusPages[0]?.body.contains("apns_bridge_notifications_total") == true)
         let exit = run.stop()
         #expect(exit == 0)
         let check = try BridgeBinary.run(["check", "--config", config.path])
@@ -93,7 +98,20 @@ struct LogSecrecyTests {
         #expect(send.status == 0, "\(send.error)")
 
         let logs = run.errorOutput + run.output + check.error + send.error
-        let everything = logs + check.output + send.output
+        var published: [KafkaMessage] = []
+        // Six results; two invalid tokens (the one APNs called unregistered, "xyz" the bridge
+        // refused); one dead letter (the broken request).
+        for (topic, count) in [(environment.resultsTopic, 6), (environment.invalidTokensTopic, 2), (environment.deadLetterTopic, 1)] {
+            let records = try KafkaTopicReader.readToEnd(
+                bootstrapServers: environment.kafka.bootstrapServers, topic: topic, timeoutMilliseconds: 30_000)
+            #expect(records.count == count, "\(topic)")
+            published += records
+        }
+        let records = published.map { message in
+            String(decoding: (message.key ?? []) + (message.value ?? []), as: UTF8.self)
+                + message.headers.map { $0.name + String(decoding: $0.value, as: UTF8.self) }.joined()
+        }.joined(separator: "\n")
+        let everything = logs + check.output + send.output + records + statusPages.map { $0?.body ?? "" }.joined()
         #expect(run.errorOutput.contains("pipeline started"))
         #expect(run.errorOutput.contains("notification not delivered"))  // the trace run did log per notification
         for secret in SecretScan.pemLines(environment.credentials.authKey.privateKeyPKCS8PEM)

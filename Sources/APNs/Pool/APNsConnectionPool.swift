@@ -72,8 +72,9 @@ final class APNsConnectionPool: @unchecked Sendable {
         var tokenGeneration: UInt64?
     }
 
-    /// What is kept of an APNs answer body: error bodies are a few dozen bytes of JSON, so 16 KiB
-    /// is ample; a longer body is cut (and, not being JSON, yields no `reason`), never buffered.
+    /// What is read of an APNs answer body: error bodies are a few dozen bytes of JSON, so 16 KiB
+    /// is ample; past it the stream is reset and the answer keeps the first 16 KiB (not being
+    /// JSON, they yield no `reason`), never buffered.
     static let maxResponseBodyBytes = 16 * 1024
 
     let name: String

@@ -31,7 +31,7 @@ extension BridgeConfiguration {
         }
         var app = AppSettings(name: name, bundleID: bundleID, auth: try parseAuth(section.required("auth")))
         if let value = section.optional("environment") { app.environment = try value.choice(PushEnvironment.allCases) }
-        if let value = section.optional("connections") { app.connections = try value.integer(minimum: 1) }
+        if let value = section.optional("connections") { app.connections = try value.integer(minimum: 1, maximum: 100) }
         return app
     }
 

@@ -34,8 +34,8 @@ extension BridgeConfiguration {
         var limits = LimitsSettings()
         if let node = top.optional("limits") {
             let section = try node.mapping(allowed: ["max_in_flight", "max_tokens_per_request"])
-            if let value = section.optional("max_in_flight") { limits.maxInFlight = try value.integer(minimum: 1) }
-            if let value = section.optional("max_tokens_per_request") { limits.maxTokensPerRequest = try value.integer(minimum: 1) }
+            if let value = section.optional("max_in_flight") { limits.maxInFlight = try value.integer(minimum: 1, maximum: 1_000_000) }
+            if let value = section.optional("max_tokens_per_request") { limits.maxTokensPerRequest = try value.integer(minimum: 1, maximum: 100_000) }
         }
         var http = HTTPSettings()
         if let node = top.optional("http") {
@@ -107,7 +107,7 @@ extension BridgeConfiguration {
         if let value = section.optional("ping_timeout") { apns.pingTimeout = try value.duration() }
         if let retryNode = section.optional("retry") {
             let retry = try retryNode.mapping(allowed: ["max_attempts", "initial_backoff", "max_backoff"])
-            if let value = retry.optional("max_attempts") { apns.retry.maxAttempts = try value.integer(minimum: 1) }
+            if let value = retry.optional("max_attempts") { apns.retry.maxAttempts = try value.integer(minimum: 1, maximum: 100) }
             if let value = retry.optional("initial_backoff") { apns.retry.initialBackoff = try value.duration() }
             if let value = retry.optional("max_backoff") {
                 apns.retry.maxBackoff = try value.duration()

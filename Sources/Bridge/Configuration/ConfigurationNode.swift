@@ -55,11 +55,13 @@ struct ConfigurationNode {
         return text.isEmpty ? nil : text
     }
 
-    /// An integer ≥ `minimum`.
-    func integer(minimum: Int) throws(ConfigurationError) -> Int {
-        let expected = minimum == 1 ? "a positive integer" : "an integer ≥ \(minimum)"
+    /// An integer in `minimum...maximum`. Every count the bridge reads has a ceiling: a typo
+    /// such as `connections: 20000` or `max_in_flight: 2000000000` would otherwise open
+    /// thousands of sockets or admit more work than any host holds, instead of being refused.
+    func integer(minimum: Int, maximum: Int) throws(ConfigurationError) -> Int {
+        let expected = "an integer from \(minimum) to \(maximum)"
         let text = try scalarText(expected: expected)
-        guard let value = Int(text), value >= minimum else { throw error("expected \(expected), \(got(text))") }
+        guard let value = Int(text), value >= minimum, value <= maximum else { throw error("expected \(expected), \(got(text))") }
         return value
     }
 

@@ -1,0 +1,134 @@
+import APNsSimulator
+import Testing
+@testable import HTTP2
+
+/// The client against a peer that breaks HTTP/2 in ways an nghttp2 server never would
+/// (`HostileHTTP2Peer`, real TLS on 127.0.0.1): what the client reads stays bounded, every stream
+/// gets one result, and what the peer saw shows how the client reacted.
+@Suite(.timeLimit(.minutes(1)))
+struct HostilePeerTests {
+    /// Credentials, the hostile peer and one client connection to it.
+    private struct Fixture {
+        let credentials: TestCredentials
+        let peer: HostileHTTP2Peer
+        let client: TestClient
+
+        init(_ behaviour: HostileHTTP2Peer.Behaviour, maxResponseBodyBytes: Int = 16 * 1024) throws {
+            credentials = try TestCredentials()
+            peer = try HostileHTTP2Peer(certificateFile: credentials.files.serverCertificatePath,
+                                        privateKeyFile: credentials.files.serverPrivateKeyPath, behaviour: behaviour)
+            // Far beyond the test's waits: no result may come from the stream deadline.
+            client = try TestClient(port: peer.port, tls: try TLSClientContext(credentials.clientConfiguration),
+                                    streamTimeoutNanoseconds: 120_000_000_000, maxResponseBodyBytes: maxResponseBodyBytes)
+        }
+
+        /// Submits `tags` together (one flush) and expects every one accepted.
+        func submit(_ tags: ClosedRange<UInt64>) async {
+            let connection = client.connection
+            let accepted = await onLoop(client.loop) {
+                defer { connection.flush() }
+                return tags.filter { connection.submit(testRequest(tag: $0), tag: $0) }.count
+            }
+            #expect(accepted == tags.count)
+        }
+
+        func tearDown() {
+            client.loop.shutdown()
+            peer.stop()
+            credentials.remove()
+        }
+    }
+
+    @Test func endlessDataIsCutAtTheBodyCapByResettingTheStream() async throws {
+        let fixture = try Fixture(.endlessData(status: 200))
+        defer { fixture.tearDown() }
+        #expect(try await fixture.client.connect())
+        await fixture.submit(1...3)
+        #expect(await eventually { fixture.client.delegate.finishCount == 3 })
+        for tag in UInt64(1)...3 {
+            guard case .success(let response)? = fixture.client.delegate.result(tag) else {
+                Issue.record("stream \(tag): \(String(describing: fixture.client.delegate.result(tag)))")
+                continue
+            }
+            // The answer is its status and what was kept: exactly the cap, nothing buffered beyond.
+            #expect(response.status == 200 && response.body.count == 16 * 1024)
+        }
+        // The client reset every stream (CANCEL) instead of reading on: the peer, which sends as
+        // long as flow control lets it, got no more than the stream's initial window through.
+        #expect(await eventually { fixture.peer.observations.resetsReceived.count == 3 })
+        let seen = fixture.peer.observations
+        #expect(Set(seen.resetsReceived.values) == [0x8])
+        let sent = fixture.peer.dataBytesSentOnStreams
+        #expect(sent.reset.count == 3 && sent.notReset.isEmpty)
+        #expect(sent.reset.allSatisfy { $0 > 16 * 1024 && $0 <= 65_535 })
+        // Resetting streams costs nothing else: the same connection takes the next request.
+        await fixture.submit(4...4)
+        #expect(await eventually { fixture.client.delegate.finishCount == 4 })
+        #expect(fixture.client.delegate.closeReason == nil, "\(fixture.peer.observations.endReasons)")
+        #expect(fixture.peer.observations.connectionsAccepted == 1 && fixture.peer.observations.goAwaysReceived.isEmpty)
+    }
+
+    @Test(arguments: HostileHTTP2Peer.InvalidHeaderBlock.allCases)
+    func invalidHPACKIsAConnectionErrorThatFinishesEveryStream(block: HostileHTTP2Peer.InvalidHeaderBlock) async throws {
+        let fixture = try Fixture(.invalidHPACK(block))
+        defer { fixture.tearDown() }
+        #expect(try await fixture.client.connect())
+        await fixture.submit(1...2)
+        #expect(await eventually { fixture.client.delegate.finishCount == 2 && fixture.client.delegate.closeReason != nil })
+        // The header table can no longer be trusted: GOAWAY COMPRESSION_ERROR, and the connection
+        // closes with its reason; each open stream finishes once, as lost (the caller may retry).
+        let reason = try #require(fixture.client.delegate.closeReason)
+        #expect(reason.contains("HTTP/2 protocol error"))
+        #expect(reason.contains("COMPRESSION_ERROR") || reason.lowercased().contains("compression"))
+        for tag in UInt64(1)...2 {
+            #expect(fixture.client.delegate.failure(tag) == .connectionLost(reason))
+        }
+        #expect(await eventually { fixture.peer.observations.goAwaysReceived == [0x9] }, "\(fixture.peer.observations) \(reason)")
+    }
+
+    @Test func resetStreamsAndAFloodOfResetsForClosedStreamsLeaveTheConnectionUsable() async throws {
+        // REFUSED_STREAM, INTERNAL_ERROR, CANCEL in turn, each followed by 50 resets of closed streams.
+        let fixture = try Fixture(.resetStreams(codes: [0x7, 0x2, 0x8], closedStreamFlood: 50))
+        defer { fixture.tearDown() }
+        #expect(try await fixture.client.connect())
+        for round in UInt64(0)..<4 {
+            // One stream at a time, so that the peer's codes follow the tags.
+            let tag = round * 3
+            for offset in UInt64(1)...3 {
+                await fixture.submit((tag + offset)...(tag + offset))
+                #expect(await eventually { fixture.client.delegate.finishCount == Int(tag + offset) })
+            }
+            #expect(fixture.client.delegate.failure(tag + 1) == .refused)
+            #expect(fixture.client.delegate.failure(tag + 2) == .reset(code: 0x2))
+            #expect(fixture.client.delegate.failure(tag + 3) == .reset(code: 0x8))
+        }
+        // 600 resets for streams already closed were ignored: the connection is the first one and open.
+        let seen = fixture.peer.observations
+        #expect(seen.resetsSent == 12 * 51)
+        #expect(seen.connectionsAccepted == 1 && seen.goAwaysReceived.isEmpty && seen.headersReceived == 12)
+        #expect(fixture.client.delegate.closeReason == nil)
+        let connection = fixture.client.connection
+        #expect(await onLoop(fixture.client.loop) { connection.canStartStreams })
+    }
+}
+
+extension HostilePeerTests {
+    @Test func aPeerIgnoringResetsIsCutOffAfterTheConnectionsDiscardCap() async throws {
+        let fixture = try Fixture(.endlessData(status: 200, ignoringResets: true))
+        defer { fixture.tearDown() }
+        #expect(try await fixture.client.connect())
+        await fixture.submit(1...2)
+        #expect(await eventually { fixture.client.delegate.finishCount == 2 })
+        // The streams were cut and reset, but the peer sends on, held back only by the connection
+        // window: once the client has read more than the cap for nothing, it ends the connection.
+        #expect(await eventually { fixture.client.delegate.closeReason != nil })
+        let reason = try #require(fixture.client.delegate.closeReason)
+        #expect(reason.hasPrefix("HTTP/2 protocol error: the server sent") && reason.hasSuffix("bytes of DATA no open stream keeps"))
+        // (Its GOAWAY ENHANCE_YOUR_CALM may not reach a peer busy writing: the close resets TCP.)
+        #expect(await eventually { fixture.peer.observations.connectionsEnded == 1 })
+        // Read at most: the 16 MiB connection window, then the one refill that revealed the waste.
+        let sent = fixture.peer.observations.dataBytesSent.values.reduce(0, +)
+        #expect(sent > HTTP2ClientConnection.maxDiscardedDataBytes)
+        #expect(sent <= Int(HTTP2Session.connectionWindowSize) + Int(HTTP2Session.connectionWindowSize) / 2)
+    }
+}
