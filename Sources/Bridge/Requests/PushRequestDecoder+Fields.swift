@@ -22,14 +22,10 @@ struct RequestFields {
         for (keyValue, value) in root.members {
             guard let key = keyValue.stringValue else { continue }  // invariant of the scanner: keys are strings
             guard let field = Field(rawValue: key) else { continue }
-            if self[field] != nil || seenNull.contains(key) {
+            guard !seenNull.contains(key), fill(field, with: value.isNull ? nil : value) else {
                 throw DeadLetter(code: .invalidRequest, detail: "field \"\(key)\": appears more than once")
             }
-            if value.isNull {
-                seenNull.insert(key)
-            } else {
-                self[field] = value
-            }
+            if value.isNull { seenNull.insert(key) }
         }
     }
 
@@ -39,39 +35,28 @@ struct RequestFields {
         case pushType = "push_type", priority, expiration, collapseID = "collapse_id", apnsID = "apns_id"
     }
 
-    /// A field's slot (a switch: key paths cost a runtime call per access on the decode path).
-    private subscript(field: Field) -> JSONValue? {
-        get {
-            switch field {
-            case .id: id
-            case .app: app
-            case .tokens: tokens
-            case .token: token
-            case .payload: payload
-            case .pushType: pushType
-            case .priority: priority
-            case .expiration: expiration
-            case .collapseID: collapseID
-            case .topic: topic
-            case .environment: environment
-            case .apnsID: apnsID
-            }
+    /// Puts `value` (nil: a JSON null, which only marks the field as seen) in `field`'s slot;
+    /// false when the slot is already taken. A switch: key paths cost a runtime call per access
+    /// on the decode path.
+    private mutating func fill(_ field: Field, with value: JSONValue?) -> Bool {
+        func put(_ slot: inout JSONValue?) -> Bool {
+            guard slot == nil else { return false }
+            slot = value
+            return true
         }
-        set {
-            switch field {
-            case .id: id = newValue
-            case .app: app = newValue
-            case .tokens: tokens = newValue
-            case .token: token = newValue
-            case .payload: payload = newValue
-            case .pushType: pushType = newValue
-            case .priority: priority = newValue
-            case .expiration: expiration = newValue
-            case .collapseID: collapseID = newValue
-            case .topic: topic = newValue
-            case .environment: environment = newValue
-            case .apnsID: apnsID = newValue
-            }
+        switch field {
+        case .id: return put(&id)
+        case .app: return put(&app)
+        case .tokens: return put(&tokens)
+        case .token: return put(&token)
+        case .payload: return put(&payload)
+        case .pushType: return put(&pushType)
+        case .priority: return put(&priority)
+        case .expiration: return put(&expiration)
+        case .collapseID: return put(&collapseID)
+        case .topic: return put(&topic)
+        case .environment: return put(&environment)
+        case .apnsID: return put(&apnsID)
         }
     }
 
