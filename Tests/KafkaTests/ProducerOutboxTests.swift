@@ -44,6 +44,23 @@ struct ProducerOutboxTests {
         #expect(taken.map(\.tag) == [2, 3])
     }
 
+    @Test func aDeferredWakeUpWritesOnlyWhenTheCallerAsksAndThePublisherWaits() throws {
+        let pipe = try WakeUpPipe()
+        let outbox = ProducerOutbox(shardCount: 2, wakeUp: pipe)
+        #expect(outbox.prepareToWait())
+        #expect(outbox.append(Self.record(1), wake: false))
+        #expect(outbox.append(Self.record(2), wake: false))
+        #expect(!Self.takeSignal(pipe))  // still asleep: the records wait for the caller's wake-up
+        outbox.wakePublisherIfWaiting()
+        #expect(Self.takeSignal(pipe))
+        outbox.wakePublisherIfWaiting()  // already woken: no second byte
+        #expect(!Self.takeSignal(pipe))
+        // A publisher that is not waiting is never written to.
+        outbox.finishedWaiting()
+        outbox.wakePublisherIfWaiting()
+        #expect(!Self.takeSignal(pipe))
+    }
+
     @Test func aClosedOutboxRefusesRecordsWithoutWakingAnyone() throws {
         let pipe = try WakeUpPipe()
         let outbox = ProducerOutbox(shardCount: 1, wakeUp: pipe)

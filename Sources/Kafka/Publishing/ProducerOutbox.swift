@@ -35,8 +35,10 @@ final class ProducerOutbox: @unchecked Sendable {
     var count: Int { queuedCount.load(ordering: .relaxed) }
 
     /// Appends a record. Never blocks.
+    /// - Parameter wake: false defers the wake-up to a later `wakePublisherIfWaiting()` by the
+    ///   same caller (which must follow: until then a waiting publisher does not see the record).
     /// - Returns: false when the outbox was closed (the record was not taken).
-    func append(_ record: KafkaOutboundRecord) -> Bool {
+    func append(_ record: KafkaOutboundRecord, wake: Bool = true) -> Bool {
         let shard = shards[ProducerOutbox.shardIndex(count: shards.count)]
         let taken = shard.withLock { shard -> Bool in
             guard !shard.isClosed else { return false }
@@ -47,11 +49,16 @@ final class ProducerOutbox: @unchecked Sendable {
         // Sequentially consistent with `prepareToWait`: either the publisher sees this count
         // before it waits, or this thread sees it waiting and wakes it (exactly one appender does).
         queuedCount.add(1, ordering: .sequentiallyConsistent)
+        if wake { wakePublisherIfWaiting() }
+        return true
+    }
+
+    /// Wakes the publisher thread if it waits (one byte to its pipe; exactly one caller does).
+    func wakePublisherIfWaiting() {
         if publisherWaiting.load(ordering: .sequentiallyConsistent),
            publisherWaiting.exchange(false, ordering: .sequentiallyConsistent) {
             wakeUp.signal()
         }
-        return true
     }
 
     /// Publisher thread, before waiting on the pipe: from now on an append wakes it.
