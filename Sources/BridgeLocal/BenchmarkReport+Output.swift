@@ -4,7 +4,7 @@ extension BenchmarkReport {
     /// A readable summary, one line per figure.
     public var summary: [String] {
         var lines: [String] = []
-        lines.append("workload: \(settings.requests) requests × \(settings.tokensPerRequest) token(s) = \(settings.notifications) notifications per run; \(settings.partitions) partitions, \(settings.instances) instance(s), \(settings.connections) connection(s) each, max_in_flight \(settings.maxInFlight), simulator threads \(settings.simulatorThreads), \(settings.exactlyOnce ? "exactly once" : "at least once")")
+        lines.append("workload: \(settings.requests) requests × \(settings.tokensPerRequest) token(s) = \(settings.notifications) notifications per run; \(settings.partitions) partitions, \(settings.instances) instance(s), \(settings.connections) connection(s) each, max_in_flight \(settings.maxInFlight), simulator threads \(settings.simulatorThreads), \(settings.simulatorStreams) streams per connection, latency \(settings.simulatorLatencyMilliseconds) ms, \(settings.exactlyOnce ? "exactly once" : "at least once")")
         if let h2load {
             lines.append("h2load reference: \(h2load.total) requests in \(Self.format(h2load.seconds, 2)) s = \(Self.format(h2load.requestsPerSecond, 0)) req/s, CPU \(h2load.cpuMicrosecondsPerRequest.map { Self.format($0, 1) } ?? "-") µs per request (2xx \(h2load.status2xx), 4xx \(h2load.status4xx), 5xx \(h2load.status5xx), failed \(h2load.failed), errored \(h2load.errored))")
         }
@@ -52,6 +52,8 @@ extension BenchmarkReport {
             ("connections", "\(settings.connections)"),
             ("max_in_flight", "\(settings.maxInFlight)"),
             ("simulator_threads", "\(settings.simulatorThreads)"),
+            ("simulator_streams", "\(settings.simulatorStreams)"),
+            ("simulator_latency_ms", "\(settings.simulatorLatencyMilliseconds)"),
             ("exactly_once", "\(settings.exactlyOnce)"),
             ("notifications_per_second", Self.format(notificationsPerSecond, 1)),
             ("requests_per_second", Self.format(requestsPerSecond, 1)),

@@ -45,7 +45,9 @@ public enum BenchmarkRunner {
         let started = Timestamp.monotonicNanoseconds()
         var report = BenchmarkReport(settings: settings)
         progress("starting the mock Kafka cluster (\(settings.partitions) partitions) and the APNs simulator (\(settings.simulatorThreads) thread(s))")
-        let environment = try LocalEnvironment(partitions: Int32(settings.partitions), simulatorThreads: settings.simulatorThreads)
+        let environment = try LocalEnvironment(
+            partitions: Int32(settings.partitions), maxConcurrentStreams: settings.simulatorStreams,
+            simulatorThreads: settings.simulatorThreads, simulatorLatency: .milliseconds(settings.simulatorLatencyMilliseconds))
         defer { environment.close() }
 
         if settings.runH2Load {
@@ -75,10 +77,11 @@ public enum BenchmarkRunner {
         let yaml = environment.configurationYAML(
             groupID: groupID, connections: settings.connections, exactlyOnce: settings.exactlyOnce,
             extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}\nlog: {level: \(settings.bridgeLogLevel), format: text}",
-            consumer: settings.consumerProperties
+            consumer: settings.bridgeConsumerProperties
         )
         let bridges = try (1...settings.instances).map {
-            try BridgeProcess(executable: settings.executable, yaml: yaml, instanceID: "bench-instance-\($0)")
+            try BridgeProcess(executable: settings.executable, yaml: yaml, instanceID: "bench-instance-\($0)",
+                              wrapper: settings.wrapper)
         }
         var produced = 0
         defer { for bridge in bridges where bridge.child.isRunning { _ = bridge.stop(timeoutSeconds: 10) } }

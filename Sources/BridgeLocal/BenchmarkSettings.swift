@@ -13,6 +13,10 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var maxInFlight: Int
     /// Event loop threads of the simulator.
     public var simulatorThreads: Int
+    /// Time the simulator waits before answering each stream (APNs' round trip); zero by default.
+    public var simulatorLatencyMilliseconds: Int = 0
+    /// The simulator's SETTINGS_MAX_CONCURRENT_STREAMS (streams per connection).
+    public var simulatorStreams: Int = 1000
     /// Whether to measure the simulator with h2load first.
     public var runH2Load: Bool
     /// The most notifications the h2load reference sends.
@@ -33,6 +37,9 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var consumerProperties: [String: String] = [:]
     /// The instances' log level.
     public var bridgeLogLevel: String
+    /// A command (and its arguments) each instance is started under, e.g. `valgrind
+    /// --tool=callgrind` for instruction counts; empty: the executable itself.
+    public var wrapper: [String] = []
 
     /// The defaults of `apns-bridge bench`: 100,000 single-token requests, one instance.
     public init(requests: Int = 100_000, tokensPerRequest: Int = 1, partitions: Int = 8, connections: Int = 4,
@@ -55,6 +62,15 @@ public struct BenchmarkSettings: Sendable, Equatable {
         self.pacedRate = pacedRate
         self.executable = executable
         self.bridgeLogLevel = bridgeLogLevel
+    }
+
+    /// The instances' `kafka.consumer`: `fetch.wait.max.ms: 10` unless `consumerProperties` set
+    /// it, then `consumerProperties`. librdkafka 2.0.2's mock broker holds a fetch for the whole
+    /// `fetch.wait.max.ms` (500 ms by default) when the partition had nothing new at the time,
+    /// even if records arrive meanwhile; a real broker answers as soon as they arrive. Without
+    /// this the paced run's added latency would measure the mock broker's wait, not the bridge.
+    public var bridgeConsumerProperties: [String: String] {
+        ["fetch.wait.max.ms": "10"].merging(consumerProperties) { _, given in given }
     }
 
     /// Notifications (and results) one run of the workload yields.

@@ -18,15 +18,19 @@ public final class BridgeProcess: @unchecked Sendable {
     /// with `APNS_BRIDGE_INSTANCE_ID` set to `instanceID` (instances of one group need distinct
     /// ids: exactly-once mode derives each one's transactional id from it). The bridge's log
     /// (warnings and errors) goes to `bridge.log` in a temporary folder, kept only while the
-    /// process object lives.
-    public init(executable: String, yaml: String, instanceID: String) throws {
+    /// process object lives. A non-empty `wrapper` (a command and its arguments, the command
+    /// found on `PATH` when it has no `/`) is started instead, with `executable run --config …`
+    /// appended: e.g. `valgrind --tool=callgrind` to count the instance's instructions. The
+    /// instance's CPU, memory and signals are then those of the wrapper's process.
+    public init(executable: String, yaml: String, instanceID: String, wrapper: [String] = []) throws {
         directory = try LocalFiles.makeTemporaryDirectory(prefix: "apns-bridge-instance")
         do {
             statusPort = try Self.freePort()
             let configFile = directory + "/bridge.yaml"
             let configured = yaml.replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(statusPort)")
             try configured.write(toFile: configFile, atomically: true, encoding: .utf8)
-            child = try ChildProcess(executable: executable, arguments: ["run", "--config", configFile],
+            let command = wrapper + [executable, "run", "--config", configFile]
+            child = try ChildProcess(executable: command[0], arguments: Array(command.dropFirst()),
                                      environment: ["APNS_BRIDGE_INSTANCE_ID": instanceID],
                                      errorFile: directory + "/bridge.log")
         } catch {

@@ -29,7 +29,8 @@ public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t
     private let exitState = Locked<Exit?>(nil)
 
-    /// Starts `executable` with `arguments` and this process's environment plus `environment`;
+    /// Starts `executable` (found on `PATH` when it has no `/`) with `arguments` and this
+    /// process's environment plus `environment`;
     /// standard output goes to `outputFile` (truncated) or /dev/null, standard error to
     /// `errorFile` or /dev/null, standard input is /dev/null.
     /// - Throws: `SpawnError` when `posix_spawn` fails.
@@ -52,7 +53,7 @@ public final class ChildProcess: @unchecked Sendable {
         let envp = inherited + environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
         var child: pid_t = 0
-        let result = posix_spawn(&child, executable, &actions, nil, argv, envp)
+        let result = posix_spawnp(&child, executable, &actions, nil, argv, envp)
         guard result == 0 else {
             throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(result)))")
         }

@@ -30,8 +30,9 @@ public final class LocalEnvironment: @unchecked Sendable {
     ///   - unregisteredTokens: tokens the simulator answers 410 Unregistered for (token → ms timestamp).
     ///   - maxConcurrentStreams: the simulator's SETTINGS_MAX_CONCURRENT_STREAMS.
     ///   - brokers: brokers of the mock cluster (ids 1...brokers).
+    ///   - simulatorLatency: how long the simulator waits before each answer (APNs' round trip).
     public init(partitions: Int32 = 4, unregisteredTokens: [String: Int64] = [:], maxConcurrentStreams: Int = 1000,
-                simulatorThreads: Int = 1, brokers: Int = 1) throws {
+                simulatorThreads: Int = 1, brokers: Int = 1, simulatorLatency: Duration = .zero) throws {
         let directory = try LocalFiles.makeTemporaryDirectory(prefix: "apns-bridge")
         ownsDirectory = directory
         do {
@@ -45,6 +46,7 @@ public final class LocalEnvironment: @unchecked Sendable {
             simulatorConfiguration.unregisteredTokens = unregisteredTokens
             simulatorConfiguration.maxConcurrentStreams = maxConcurrentStreams
             simulatorConfiguration.threads = simulatorThreads
+            simulatorConfiguration.faults.latency = simulatorLatency
             simulator = try APNsSimulator(configuration: simulatorConfiguration)
             try simulator.start()
         } catch {

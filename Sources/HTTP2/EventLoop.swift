@@ -347,8 +347,8 @@ extension EventLoop {
 
     /// Asks the loop to call `handler.flushAtEndOfIteration()` once this iteration's work is done.
     ///
-    /// The caller avoids duplicates (it keeps its own "flush scheduled" flag).
-    func scheduleFlush(_ handler: EventLoopFlushable) {
+    /// The caller avoids duplicates (it keeps its own "flush scheduled" flag). Loop thread only.
+    package func scheduleFlush(_ handler: EventLoopFlushable) {
         flushQueue.append(handler)
     }
 }

@@ -100,24 +100,40 @@ extension HTTP2ClientConnection {
             }
             return
         }
-        // Bounded: a peer sending endless headers cannot grow memory (`maxResponseHeader…`).
+        Self.keepHeader(name: name, value: value, in: &streams.values[index])
+    }
+
+    /// Adds a response header to `stream`, in place (reading a field through `streams.values[i]`
+    /// would copy the whole stream, retaining and releasing its arrays). Bounded: a peer sending
+    /// endless headers cannot grow memory (`maxResponseHeader…`).
+    private static func keepHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>,
+                                   in stream: inout Stream) {
         let size = name.count + value.count
-        guard streams.values[index].headers.count < Self.maxResponseHeaderFields,
-              streams.values[index].headerBytes + size <= Self.maxResponseHeaderBytes else { return }
-        streams.values[index].headerBytes += size
-        streams.values[index].headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        guard stream.headers.count < maxResponseHeaderFields, stream.headerBytes + size <= maxResponseHeaderBytes else { return }
+        stream.headerBytes += size
+        stream.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
     }
 
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
-        guard let index = streams.index(forKey: streamID), !streams.values[index].responseBodyCut else { return }
-        let room = maxResponseBodyBytes - streams.values[index].responseBody.count
-        streams.values[index].responseBody.append(contentsOf: data.prefix(room))
-        dataBytesKept += min(room, data.count)
-        guard data.count > room, let session else { return }
+        guard let index = streams.index(forKey: streamID) else { return }
+        let (kept, cut) = Self.keepBody(data, in: &streams.values[index], limit: maxResponseBodyBytes)
+        dataBytesKept += kept
+        guard cut, let session else { return }
         // Bounded: past `maxResponseBodyBytes` the stream is reset (CANCEL), so neither memory nor
         // reading grows with what the peer sends; the answer completes with what was kept.
-        streams.values[index].responseBodyCut = true
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)
+    }
+
+    /// Appends what fits of `data` to `stream`'s body, in place; `cut` when this chunk went past
+    /// `limit` (the stream is marked cut and must be reset). Nothing is kept once cut.
+    private static func keepBody(_ data: UnsafeBufferPointer<UInt8>, in stream: inout Stream,
+                                 limit: Int) -> (kept: Int, cut: Bool) {
+        guard !stream.responseBodyCut else { return (0, false) }
+        let room = limit - stream.responseBody.count
+        stream.responseBody.append(contentsOf: data.prefix(room))
+        guard data.count > room else { return (data.count, false) }
+        stream.responseBodyCut = true
+        return (room, true)
     }
 
     /// nghttp2 gave `increment` bytes of DATA back to the peer: past `maxDiscardedDataBytes` read
@@ -179,10 +195,15 @@ extension HTTP2ClientConnection {
         guard let index = streams.index(forKey: streamID) else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
-        let offset = streams.values[index].requestBodyOffset
-        let count = HTTP2Session.copyBodyChunk(streams.values[index].requestBody, from: offset,
+        return Self.copyRequestBody(of: &streams.values[index], into: buffer, length: length, flags: flags)
+    }
+
+    /// The next chunk of `stream`'s request body, read in place (no copy of the stream).
+    private static func copyRequestBody(of stream: inout Stream, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
+                                        flags: UnsafeMutablePointer<UInt32>) -> Int {
+        let count = HTTP2Session.copyBodyChunk(stream.requestBody, from: stream.requestBodyOffset,
                                                into: buffer, length: length, flags: flags)
-        streams.values[index].requestBodyOffset = offset + count
+        stream.requestBodyOffset += count
         return count
     }
 

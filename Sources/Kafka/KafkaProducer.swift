@@ -89,11 +89,20 @@ public final class KafkaProducer: @unchecked Sendable {
     /// Hands a record to the publisher thread and returns at once; never blocks and never calls
     /// librdkafka on the caller's thread. Its delivery report (or the error that kept it from
     /// Kafka, also after ``close()``) reaches the delivery handler exactly once.
-    public func enqueue(_ record: KafkaOutboundRecord) {
-        guard outbox.append(record) else {
+    /// - Parameter wakingPublisher: false leaves the publisher thread asleep until the caller's
+    ///   next ``wakePublisher()`` (which must follow, e.g. once per event-loop iteration), so that
+    ///   many records cost one wake-up; records already taken are never lost, only delayed.
+    public func enqueue(_ record: KafkaOutboundRecord, wakingPublisher: Bool = true) {
+        guard outbox.append(record, wake: wakingPublisher) else {
             deliveryHandler(record.tag, KafkaError.closed("Kafka producer"))
             return
         }
+    }
+
+    /// Wakes the publisher thread for records enqueued with `wakingPublisher: false`. Any thread,
+    /// never blocks (at most one `write(2)` to a pipe).
+    public func wakePublisher() {
+        outbox.wakePublisherIfWaiting()
     }
 
     /// Records enqueued and not yet handed to librdkafka (waiting for room in its queue).

@@ -34,30 +34,75 @@ public enum Timestamp {
     }
 
     /// Appends `2026-11-29T23:59:59.123Z` for a millisecond Unix time, without building strings
-    /// (it runs once per published result).
+    /// (it runs once per published result): the calendar date by arithmetic (proleptic
+    /// Gregorian, as `gmtime_r`, which takes glibc's time zone lock on every call) and the 24
+    /// characters in one append for years 0 to 9999.
     public static func appendISO8601(_ milliseconds: Int64, to output: inout [UInt8]) {
         let millis = Int(((milliseconds % 1000) + 1000) % 1000)
-        var seconds = time_t((milliseconds - Int64(millis)) / 1000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        appendDigits(Int(parts.tm_year) + 1900, width: 4, to: &output)
-        output.append(UInt8(ascii: "-"))
-        appendDigits(Int(parts.tm_mon) + 1, width: 2, to: &output)
-        output.append(UInt8(ascii: "-"))
-        appendDigits(Int(parts.tm_mday), width: 2, to: &output)
-        output.append(UInt8(ascii: "T"))
-        appendDigits(Int(parts.tm_hour), width: 2, to: &output)
-        output.append(UInt8(ascii: ":"))
-        appendDigits(Int(parts.tm_min), width: 2, to: &output)
-        output.append(UInt8(ascii: ":"))
-        appendDigits(Int(parts.tm_sec), width: 2, to: &output)
-        output.append(UInt8(ascii: "."))
-        appendDigits(millis, width: 3, to: &output)
-        output.append(UInt8(ascii: "Z"))
+        let seconds = (milliseconds - Int64(millis)) / 1000
+        var days = seconds / 86_400
+        var secondOfDay = Int(seconds % 86_400)
+        if secondOfDay < 0 {
+            secondOfDay += 86_400
+            days -= 1
+        }
+        let date = civilDate(daysSinceEpoch: days)
+        guard (0...9999).contains(date.year) else {
+            appendDigits(Int(clamping: date.year), width: 4, to: &output)
+            appendDigits(date.month, width: 2, prefix: UInt8(ascii: "-"), to: &output)
+            appendDigits(date.day, width: 2, prefix: UInt8(ascii: "-"), to: &output)
+            appendDigits(secondOfDay / 3600, width: 2, prefix: UInt8(ascii: "T"), to: &output)
+            appendDigits(secondOfDay / 60 % 60, width: 2, prefix: UInt8(ascii: ":"), to: &output)
+            appendDigits(secondOfDay % 60, width: 2, prefix: UInt8(ascii: ":"), to: &output)
+            appendDigits(millis, width: 3, prefix: UInt8(ascii: "."), to: &output)
+            output.append(UInt8(ascii: "Z"))
+            return
+        }
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of stack
+        withUnsafeMutableBytes(of: &text) { bytes in
+            func put(_ value: Int, at offset: Int, width: Int) {
+                var rest = value
+                for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                    bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                    rest /= 10
+                }
+            }
+            put(Int(date.year), at: 0, width: 4)
+            bytes[4] = UInt8(ascii: "-")
+            put(date.month, at: 5, width: 2)
+            bytes[7] = UInt8(ascii: "-")
+            put(date.day, at: 8, width: 2)
+            bytes[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, at: 11, width: 2)
+            bytes[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, at: 14, width: 2)
+            bytes[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, at: 17, width: 2)
+            bytes[19] = UInt8(ascii: ".")
+            put(millis, at: 20, width: 3)
+            bytes[23] = UInt8(ascii: "Z")
+            output.append(contentsOf: bytes.bindMemory(to: UInt8.self))
+        }
     }
 
-    /// Appends a non-negative number with leading zeros to at least `width` digits.
-    private static func appendDigits(_ value: Int, width: Int, to output: inout [UInt8]) {
+    /// Year, month (1–12) and day (1–31) of a day count from 1970-01-01 (H. Hinnant's
+    /// `civil_from_days`: 400-year eras of 146,097 days, years starting on March 1st).
+    static func civilDate(daysSinceEpoch: Int64) -> (year: Int64, month: Int, day: Int) {
+        let shifted = daysSinceEpoch + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = Int(dayOfYear - (153 * monthFromMarch + 2) / 5 + 1)
+        let month = Int(monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9)
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    /// Appends `prefix` (if any), then a non-negative number with leading zeros to at least
+    /// `width` digits.
+    private static func appendDigits(_ value: Int, width: Int, prefix: UInt8? = nil, to output: inout [UInt8]) {
+        if let prefix { output.append(prefix) }
         var divisor = 1
         for _ in 1..<width { divisor *= 10 }
         var rest = max(0, value)

@@ -11,8 +11,10 @@ enum BenchCommand {
     static let help = """
     Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--instances I] [--rate R]
                              [--partitions P] [--connections C] [--max-in-flight M]
-                             [--simulator-threads T] [--exactly-once] [--skip-h2load] [--skip-paced]
-                             [--consumer-property K=V …] [--json] [--log-level LEVEL]
+                             [--simulator-threads T] [--simulator-latency MS] [--simulator-streams S]
+                             [--exactly-once] [--skip-h2load] [--skip-paced]
+                             [--consumer-property K=V …] [--wrapper 'COMMAND …'] [--json]
+                             [--log-level LEVEL]
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
                              [--max-in-flight M] [--outage-seconds T]
 
@@ -39,10 +41,18 @@ enum BenchCommand {
       --connections C          HTTP/2 connections of the app per instance (default 4; h2load uses as many)
       --max-in-flight M        the bridge's limits.max_in_flight (default 20000)
       --simulator-threads T    event loop threads of the simulator (default 1)
+      --simulator-latency MS   the simulator answers each stream MS milliseconds late (APNs' round
+                               trip; default 0)
+      --simulator-streams S    the simulator's SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
       --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
       --skip-paced             do not run the paced run
-      --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable)
+      --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable;
+                               the bench sets fetch.wait.max.ms=10: librdkafka's mock broker holds an
+                               empty fetch for all of it even when records arrive)
+      --wrapper 'COMMAND …'    start each instance under COMMAND (split at spaces), e.g.
+                               'valgrind --tool=callgrind' for instruction counts (profiling only:
+                               the instance's CPU and memory are then the wrapper's)
       --json                   only the JSON line on standard output (progress and summary on standard error)
       --log-level LEVEL        the instances' log level: trace, debug, info, warning (default) or error
 
@@ -61,7 +71,8 @@ enum BenchCommand {
     static func main(_ arguments: [String]) throws -> Int32 {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
-                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property"],
+                     "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property", "wrapper",
+                     "simulator-latency", "simulator-streams"],
             flags: ["help", "skip-h2load", "memory", "exactly-once", "skip-paced", "json"]
         ))
         if options.flag("help") {
@@ -100,6 +111,9 @@ enum BenchCommand {
         guard settings.notifications <= 2_000_000 else {
             throw CommandLineOptions.UsageError(description: "--requests × --tokens-per-request must be at most 2,000,000, got \(settings.notifications)")
         }
+        settings.simulatorLatencyMilliseconds = try options.integer("simulator-latency", default: 0, in: 0...10_000)
+        settings.simulatorStreams = try options.integer("simulator-streams", default: 1000, in: 1...100_000)
+        settings.wrapper = (options.value("wrapper") ?? "").split(separator: " ").map(String.init)
         for property in options.values("consumer-property") {
             let parts = property.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,

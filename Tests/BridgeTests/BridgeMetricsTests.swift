@@ -26,6 +26,18 @@ import Testing
         return values
     }
 
+    @Test func eachOutcomeCountsInItsOwnSeries() {
+        let metrics = BridgeMetrics(configuration: Self.configuration)
+        for (index, outcome) in PushOutcome.allCases.enumerated() {
+            #expect(MetricLabels.outcomeIndex(outcome) == index)
+            for _ in 0...index { metrics.recordResult(app: "chat", outcome: outcome, latencyMilliseconds: nil) }
+        }
+        let text = metrics.registry.render()
+        for (index, outcome) in PushOutcome.allCases.enumerated() {
+            #expect(text.contains("apns_bridge_notifications_total{app=\"chat\",outcome=\"\(outcome.rawValue)\"} \(index + 1)\n"))
+        }
+    }
+
     @Test func everyConfiguredSeriesStartsAtZero() {
         let metrics = BridgeMetrics(configuration: Self.configuration)
         let text = metrics.registry.render()

@@ -160,6 +160,9 @@ import Testing
             ("{\(token),\"payload\":{},\"id\":5}", "field \"id\""),
             ("{\(token),\"payload\":{},\"app\":5}", "field \"app\": must be a string"),
             ("{\(token),\"payload\":{},\"priority\":10,\"priority\":5}", "field \"priority\": appears more than once"),
+            ("{\(token),\"payload\":{},\"priority\":null,\"priority\":5}", "field \"priority\": appears more than once"),
+            ("{\(token),\"payload\":{},\"priority\":5,\"priority\":null}", "field \"priority\": appears more than once"),
+            ("{\(token),\"payload\":{},\"apns_id\":null,\"apns_id\":null}", "field \"apns_id\": appears more than once"),
             ("[1]", "the request must be a JSON object"),
         ]
         for (text, expected) in cases {

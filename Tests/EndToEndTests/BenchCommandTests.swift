@@ -59,6 +59,38 @@ struct BenchCommandTests {
         #expect(counts.count == 2 && counts.reduce(0, +) == 400)
     }
 
+    /// `--simulator-latency` and `--simulator-streams` shape the simulator: every result waited
+    /// at least the latency (its `latency_ms` includes the APNs round trip), and the run says so.
+    @Test func simulatorLatencyAndStreamsAreApplied() throws {
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--requests", "100", "--skip-h2load", "--skip-paced", "--json", "--connections", "1",
+            "--simulator-latency", "30", "--simulator-streams", "20",
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        let json = try Self.finalJSON(output)
+        #expect(json["complete"] as? Bool == true)
+        #expect(json["simulator_latency_ms"] as? Int == 30)
+        #expect(json["simulator_streams"] as? Int == 20)
+        #expect((json["latency_ms_p50"] as? Double ?? 0) >= 30)
+    }
+
+    /// `--wrapper` starts each instance under a command (for valgrind/perf): here a script that
+    /// leaves a mark and runs the rest of its arguments, so the run completes only through it.
+    @Test func instancesStartUnderTheWrapperCommand() throws {
+        let directory = try LocalFiles.makeTemporaryDirectory(prefix: "bench-wrapper")
+        defer { LocalFiles.removeDirectory(directory) }
+        let script = directory + "/wrap.sh"
+        try "#!/bin/sh\necho wrapped >> \(directory)/marks\nexec \"$@\"\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o700)
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--requests", "50", "--skip-h2load", "--skip-paced", "--json", "--wrapper", script,
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        #expect(try Self.finalJSON(output)["complete"] as? Bool == true)
+        let marks = try String(contentsOfFile: directory + "/marks", encoding: .utf8)
+        #expect(marks == "wrapped\n")
+    }
+
     /// The scaled-down form of `make bench-memory`: a backlog of large and single-token requests
     /// behind an unreachable APNs, then the catch-up, measured on a real `apns-bridge run` child.
     @Test func memoryModeMeasuresTheBridgeProcessThroughAnOutageAndTheCatchUp() throws {
@@ -114,6 +146,13 @@ struct BenchCommandTests {
         #expect(result.status2xx == 99990 && result.status4xx == 10)
         #expect(result.isNearlyAll2xx)
         #expect(H2LoadReference.parse("finished in 1.5s, 10 req/s, 1KB/s\n") == nil)
+    }
+
+    @Test func instancesFetchWithoutTheMockBrokersLongWaitUnlessTold() {
+        var settings = BenchmarkSettings(executable: "/bin/true")
+        #expect(settings.bridgeConsumerProperties == ["fetch.wait.max.ms": "10"])
+        settings.consumerProperties = ["fetch.wait.max.ms": "500", "fetch.min.bytes": "1"]
+        #expect(settings.bridgeConsumerProperties == ["fetch.wait.max.ms": "500", "fetch.min.bytes": "1"])
     }
 
     @Test func partitionsAreSizedForTheMockClustersLimits() {

@@ -1,3 +1,4 @@
+import Foundation
 import Observability
 import Testing
 
@@ -15,6 +16,31 @@ import Testing
         #expect(Timestamp.iso8601(1_700_000_000_005) == "2023-11-14T22:13:20.005Z")
         #expect(Timestamp.iso8601(253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
         #expect(Timestamp.iso8601(-1) == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp.iso8601(951_782_400_000) == "2000-02-29T00:00:00.000Z")
+        #expect(Timestamp.iso8601(4_107_542_400_000) == "2100-03-01T00:00:00.000Z")
+        #expect(Timestamp.iso8601(-62_135_596_800_000) == "0001-01-01T00:00:00.000Z")
+    }
+
+    /// The arithmetic calendar agrees with glibc's `gmtime_r` from year 1 to 9999, leap days and
+    /// centuries included (one sample every ~23 days and 3 seconds, plus each day around 1970).
+    @Test func iso8601AgreesWithGmtime() {
+        var failures = 0
+        var seconds: Int64 = -62_135_596_800
+        while seconds < 253_402_300_800, failures < 5 {
+            let milliseconds = seconds * 1000 + (seconds & 0x3ff) % 1000
+            var time = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900,
+                                  Int(parts.tm_mon) + 1, Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min),
+                                  Int(parts.tm_sec), Int(milliseconds - seconds * 1000))
+            let actual = Timestamp.iso8601(milliseconds)
+            if actual != expected {
+                failures += 1
+                Issue.record("\(milliseconds): \(actual), gmtime_r says \(expected)")
+            }
+            seconds += abs(seconds) < 400 * 86_400 ? 86_399 : 2_000_003
+        }
         let now = Timestamp.nowMilliseconds()
         #expect(Timestamp.nowMicroseconds() / 1000 >= now)
     }
@@ -27,6 +53,14 @@ import Testing
         var bytes: [UInt8] = []
         JSONText.appendQuoted(hostile, to: &bytes)
         #expect(String(decoding: bytes, as: UTF8.self) == text)
+        // Escapes at either end, next to each other, and plain runs (copied whole) between them.
+        for value in ["\"start", "end\\", "\u{1f}\u{1f}", "plain token 0123abcd", "", "a\"b\"c", "\(Character(UnicodeScalar(0x7f)))🙂"] {
+            var expectedText = ""
+            JSONText.appendQuoted(value, to: &expectedText)
+            var appended: [UInt8] = Array("x".utf8)
+            JSONText.appendQuoted(value, to: &appended)
+            #expect(String(decoding: appended, as: UTF8.self) == "x" + expectedText)
+        }
     }
 
     @Test func levelsParseTheirConfigurationNames() {

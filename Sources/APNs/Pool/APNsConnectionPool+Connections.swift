@@ -122,8 +122,7 @@ extension APNsConnectionPool {
         if member.connection === connection {
             closeIfIdleAndUnusable(member, connection)
         }
-        pump()
-        rearmTimer()
+        schedulePump()
     }
 
     func memberClosed(_ member: Member, _ connection: HTTP2ClientConnection, reason: String) {

@@ -102,6 +102,8 @@ final class APNsConnectionPool: @unchecked Sendable {
     private var timerDeadline: Int64?
     private(set) var isShuttingDown = false
     private var finishedScratch: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+    /// A pump is due at the end of this loop iteration (`schedulePump`).
+    private var pumpScheduled = false
 
     init(name: String, configuration: APNsClientConfiguration, tls: TLSClientContext, loop: EventLoop,
          tokenProvider: APNsTokenProvider?, clock: any APNsClock, jitter: APNsJitterSource) {
@@ -203,6 +205,16 @@ final class APNsConnectionPool: @unchecked Sendable {
             member.connection?.flush()
         }
         reportFinished()
+    }
+
+    /// Pumps (and re-arms the timer) once at the end of this loop iteration: the streams that
+    /// finish in one read of the socket are replaced by one pump, whose submissions go out in
+    /// one write, instead of a pump (token lookup, member scan, flush) per finished stream.
+    func schedulePump() {
+        loop.preconditionInEventLoop()
+        guard !pumpScheduled else { return }
+        pumpScheduled = true
+        loop.scheduleFlush(self)
     }
 
     /// Submits up to `limit` queued notifications on `member`'s connection; returns how many.
@@ -323,5 +335,14 @@ final class APNsConnectionPool: @unchecked Sendable {
                                              attempts: entry.attempts))
         }
         refreshStateCounts()
+    }
+}
+
+extension APNsConnectionPool: EventLoopFlushable {
+    /// The pump `schedulePump` asked for.
+    func flushAtEndOfIteration() {
+        pumpScheduled = false
+        pump()
+        rearmTimer()
     }
 }

@@ -98,7 +98,8 @@ struct APNsDeliveryStateMachine {
     /// New notifications from `APNsClient.send`.
     mutating func enqueue(_ batch: [APNsPendingNotification], now: Int64) {
         compact()
-        queue.reserveCapacity(queue.count + batch.count)
+        // No exact `reserveCapacity`: it would reallocate and copy the whole queue (up to
+        // `max_in_flight` entries) for every batch; appends grow it geometrically.
         for pending in batch {
             queue.append(Entry(pending))
         }

@@ -22,7 +22,8 @@ public final class BridgeMetrics: Sendable {
 
     /// The series of one app.
     struct AppSeries: Sendable {
-        let notifications: [PushOutcome: Counter]
+        /// By `MetricLabels.outcomeIndex` (an array: a dictionary keyed by the enum hashes its raw string).
+        let notifications: [Counter]
         let invalidTokens: [Counter]
         let responses: CounterTable
         let retries: CounterTable
@@ -62,10 +63,10 @@ public final class BridgeMetrics: Sendable {
     }
 
     private static func makeAppSeries(_ app: String, registry: MetricsRegistry) -> AppSeries {
-        let notifications = Dictionary(uniqueKeysWithValues: PushOutcome.allCases.map { outcome in
-            (outcome, Counter(label: "apns_bridge_notifications_total",
-                              dimensions: [("app", app), ("outcome", outcome.rawValue)], registry: registry))
-        })
+        let notifications = PushOutcome.allCases.map { outcome in
+            Counter(label: "apns_bridge_notifications_total",
+                    dimensions: [("app", app), ("outcome", outcome.rawValue)], registry: registry)
+        }
         let invalidTokens = MetricLabels.invalidTokenReasons.map { reason in
             Counter(label: "apns_bridge_invalid_tokens_total", dimensions: [("app", app), ("reason", reason)], registry: registry)
         }
@@ -109,7 +110,7 @@ public final class BridgeMetrics: Sendable {
     /// One result was published: its outcome, and its end-to-end latency when known.
     func recordResult(app: String, outcome: PushOutcome, latencyMilliseconds: Double?) {
         guard let series = apps[app] else { return }
-        series.notifications[outcome]?.increment()
+        series.notifications[MetricLabels.outcomeIndex(outcome)].increment()
         if let latencyMilliseconds, latencyMilliseconds.isFinite, latencyMilliseconds >= 0 {
             series.endToEndLatency.record(latencyMilliseconds / 1000)
         }

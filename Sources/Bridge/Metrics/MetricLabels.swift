@@ -39,6 +39,17 @@ enum MetricLabels {
         statusIndex(status) * reasonValues.count + reasonIndex(reason)
     }
 
+    /// The index of an outcome in `PushOutcome.allCases` (declaration order).
+    static func outcomeIndex(_ outcome: PushOutcome) -> Int {
+        switch outcome {
+        case .delivered: 0
+        case .rejected: 1
+        case .failed: 2
+        case .expired: 3
+        case .invalid: 4
+        }
+    }
+
     /// `cause` label values: the pool's retry causes (`APNsRetryCause` raw values).
     static let retryCauses = APNsRetryCause.allCases.map(\.rawValue)
     private static let retryCauseIndexes = Dictionary(

@@ -90,7 +90,7 @@ public final class BridgePipeline: Sendable {
             group.shutdown()
             throw PipelineError(component: "kafka", message: "\(error)")
         }
-        publisher = ResultPublisher(producer: producer, kafka: configuration.kafka)
+        publisher = ResultPublisher(producer: producer, kafka: configuration.kafka, loops: group.loops)
         committer = exactlyOnce
             ? TransactionCommitter(
                 producer: producer, consumer: consumer, publisher: publisher,

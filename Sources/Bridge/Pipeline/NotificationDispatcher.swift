@@ -25,8 +25,10 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     private let logger = Logger(label: "bridge.dispatcher")
     /// Consumer-thread only (created in `start`/`dispatch`, read in `shutdown` after the consumer stopped).
     private var pools: [PoolKey: APNsClient] = [:]
-    /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool.
-    private var pending: [PoolKey: [APNsPendingNotification]] = [:]
+    /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool (a short
+    /// list searched linearly: a poll rarely touches more than a few pools, and this saves
+    /// hashing the app name for every request).
+    private var pending: [(key: PoolKey, pool: APNsClient, batch: [APNsPendingNotification])] = []
     private let inFlightCount = Atomic<Int>(0)
     /// Every pool made so far with its app, for readers on other threads (`/metrics`, `/readyz`).
     let poolDirectory = Locked<[(app: String, environment: PushEnvironment, client: APNsClient)]>([])
@@ -115,16 +117,23 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             publishLocal(token: token, outcome: .invalid, reason: "BadDeviceToken", request: request, context: context, now: now)
         }
         guard !request.validTokens.isEmpty else { return }
-        guard pool(app: request.app, environment: request.environment) != nil else {
+        let key = PoolKey(app: request.app, environment: request.environment)
+        var index = pending.firstIndex { $0.key == key }
+        if index == nil, let pool = pool(app: request.app, environment: request.environment) {
+            pending.append((key: key, pool: pool, batch: []))
+            index = pending.count - 1
+        }
+        guard let index else {
             // The decoder only accepts configured apps, so this is unreachable in practice.
             for token in request.validTokens {
                 publishLocal(token: token, outcome: .failed, reason: "UnknownApp", request: request, context: context, now: now)
             }
             return
         }
-        let key = PoolKey(app: request.app, environment: request.environment)
-        var batch = pending.removeValue(forKey: key) ?? []
-        batch.reserveCapacity(batch.count + request.validTokens.count)
+        // No exact `reserveCapacity` here: it would reallocate (and copy) the poll's whole batch
+        // for every request, quadratic in the requests of a poll; appends grow it geometrically.
+        var batch: [APNsPendingNotification] = []
+        swap(&batch, &pending[index].batch)
         for token in request.validTokens {
             let notification = APNsNotification(
                 token: token, pushType: request.pushType, priority: request.priority, expiration: request.expiration,
@@ -134,15 +143,15 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             batch.append(APNsPendingNotification(notification: notification, tag: context.retainedTag()))
         }
         inFlightCount.add(request.validTokens.count, ordering: .relaxed)
-        pending[key] = batch
+        swap(&batch, &pending[index].batch)
     }
 
     /// Consumer thread: hands everything `dispatch` collected to the pools, one batch per pool,
     /// so a poll's worth of requests costs each event loop one wake-up. Call after each poll.
     func flush() {
         guard !pending.isEmpty else { return }
-        for (key, batch) in pending {
-            pools[key]?.send(batch)
+        for entry in pending {
+            entry.pool.send(entry.batch)
         }
         pending.removeAll(keepingCapacity: true)
     }

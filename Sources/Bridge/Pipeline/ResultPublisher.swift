@@ -1,3 +1,4 @@
+import HTTP2
 import Kafka
 import Observability
 import Synchronization
@@ -27,6 +28,9 @@ final class ResultPublisher: ResultSink {
     private let transactional: Bool
     private let unacknowledged = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
+    /// Results published on an event loop wake the publisher thread once per iteration (nil:
+    /// every record wakes it).
+    private let wakeUps: ProducerWakeUps?
 
     /// The producer's `message.max.bytes` (librdkafka refuses larger records).
     private let maximumRecordBytes: Int
@@ -34,7 +38,10 @@ final class ResultPublisher: ResultSink {
     /// Framing librdkafka counts on top of key, value and headers (record and batch overhead), with room to spare.
     static let recordOverheadBytes = 1024
 
-    init(producer: KafkaProducer, kafka: KafkaSettings) {
+    /// - Parameter loops: the event loops results are published from (their results wake the
+    ///   producer's publisher thread once per loop iteration).
+    init(producer: KafkaProducer, kafka: KafkaSettings, loops: [EventLoop] = []) {
+        self.wakeUps = loops.isEmpty ? nil : ProducerWakeUps(loops: loops, producer: producer)
         // librdkafka's default; a configured value was already accepted by librdkafka at start.
         self.maximumRecordBytes = kafka.producer["message.max.bytes"].flatMap { Int($0) } ?? 1_000_000
         self.producer = producer
@@ -147,6 +154,8 @@ final class ResultPublisher: ResultSink {
         // Never blocks: the producer's publisher thread hands it to librdkafka. A record Kafka
         // refuses comes back through the delivery handler with its error, like a failed delivery.
         let tag = context.retainedTag(countsAsWork: countsAsWork)
-        producer.enqueue(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: tag))
+        let deferred = wakeUps?.deferWakeUp() ?? false
+        producer.enqueue(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: tag),
+                         wakingPublisher: !deferred)
     }
 }

@@ -21,30 +21,42 @@ struct RequestFields {
         }
         for (keyValue, value) in root.members {
             guard let key = keyValue.stringValue else { continue }  // invariant of the scanner: keys are strings
-            let slot: WritableKeyPath<RequestFields, JSONValue?>
-            switch key {
-            case "id": slot = \.id
-            case "app": slot = \.app
-            case "tokens": slot = \.tokens
-            case "token": slot = \.token
-            case "payload": slot = \.payload
-            case "push_type": slot = \.pushType
-            case "priority": slot = \.priority
-            case "expiration": slot = \.expiration
-            case "collapse_id": slot = \.collapseID
-            case "topic": slot = \.topic
-            case "environment": slot = \.environment
-            case "apns_id": slot = \.apnsID
-            default: continue
-            }
-            if self[keyPath: slot] != nil || seenNull.contains(key) {
+            guard let field = Field(rawValue: key) else { continue }
+            guard !seenNull.contains(key), fill(field, with: value.isNull ? nil : value) else {
                 throw DeadLetter(code: .invalidRequest, detail: "field \"\(key)\": appears more than once")
             }
-            if value.isNull {
-                seenNull.insert(key)
-            } else {
-                self[keyPath: slot] = value
-            }
+            if value.isNull { seenNull.insert(key) }
+        }
+    }
+
+    /// The known fields by their JSON names.
+    private enum Field: String {
+        case id, app, tokens, token, payload, topic, environment
+        case pushType = "push_type", priority, expiration, collapseID = "collapse_id", apnsID = "apns_id"
+    }
+
+    /// Puts `value` (nil: a JSON null, which only marks the field as seen) in `field`'s slot;
+    /// false when the slot is already taken. A switch: key paths cost a runtime call per access
+    /// on the decode path.
+    private mutating func fill(_ field: Field, with value: JSONValue?) -> Bool {
+        func put(_ slot: inout JSONValue?) -> Bool {
+            guard slot == nil else { return false }
+            slot = value
+            return true
+        }
+        switch field {
+        case .id: return put(&id)
+        case .app: return put(&app)
+        case .tokens: return put(&tokens)
+        case .token: return put(&token)
+        case .payload: return put(&payload)
+        case .pushType: return put(&pushType)
+        case .priority: return put(&priority)
+        case .expiration: return put(&expiration)
+        case .collapseID: return put(&collapseID)
+        case .topic: return put(&topic)
+        case .environment: return put(&environment)
+        case .apnsID: return put(&apnsID)
         }
     }
 
@@ -96,18 +108,23 @@ extension PushRequestDecoder {
 
     /// The lower-cased token if it is an even number (64–200) of hex digits, else nil.
     static func normalizedToken(_ text: String) -> String? {
-        let utf8 = text.utf8
-        let count = utf8.count
+        var text = text
+        let count = text.utf8.count
         guard count >= 64, count <= 200, count % 2 == 0 else { return nil }
-        var needsLowercasing = false
-        for byte in utf8 {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): continue
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): needsLowercasing = true
-            default: return nil
+        // Over the contiguous bytes (not `String.UTF8View`'s per-byte iteration).
+        let verdict = text.withUTF8 { bytes -> (isHex: Bool, needsLowercasing: Bool) in
+            var needsLowercasing = false
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): continue
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): needsLowercasing = true
+                default: return (false, false)
+                }
             }
+            return (true, needsLowercasing)
         }
-        return needsLowercasing ? lowercasedASCII(text) : text
+        guard verdict.isHex else { return nil }
+        return verdict.needsLowercasing ? lowercasedASCII(text) : text
     }
 
     /// The lower-cased canonical form of an 8-4-4-4-12 hex UUID, or nil.

@@ -100,14 +100,19 @@ public enum ResultRecordEncoder {
         appendUnsigned(value.magnitude, to: &buffer)
     }
 
+    /// Decimal digits of `value`, written right to left on the stack and appended in one copy.
     static func appendUnsigned(_ value: UInt64, to buffer: inout [UInt8]) {
-        let start = buffer.count
-        var rest = value
-        repeat {
-            buffer.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        } while rest > 0
-        buffer[start...].reverse()
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64.max has 20 digits
+        withUnsafeMutableBytes(of: &digits) { bytes in
+            var start = bytes.count
+            var rest = value
+            repeat {
+                start -= 1
+                bytes[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            } while rest > 0
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+        }
     }
 
     /// `value` rounded to one decimal place, always written with that decimal (`18.4`, `0.0`);

@@ -9,8 +9,10 @@ import Synchronization
 /// thread that alone calls produce.
 ///
 /// Sharded by calling thread, so event loops appending at once rarely meet on one lock; each
-/// lock is held for an array append only. The first record into an empty shard writes one byte
-/// to a pipe the publisher thread waits on (a plain `write(2)`, never a librdkafka call).
+/// lock is held for an array append only. A record appended while the publisher thread waits
+/// (``prepareToWait()``) writes one byte to the pipe it waits on (a plain `write(2)`, never a
+/// librdkafka call); records appended while it is busy cost no system call, it takes them on its
+/// next pass.
 final class ProducerOutbox: @unchecked Sendable {
     private struct Shard {
         var records: [KafkaOutboundRecord] = []
@@ -19,9 +21,11 @@ final class ProducerOutbox: @unchecked Sendable {
 
     private let shards: [Locked<Shard>]
     private let queuedCount = Atomic<Int>(0)
+    /// The publisher thread is about to wait (or waits) for the pipe.
+    private let publisherWaiting = Atomic<Bool>(false)
     private let wakeUp: WakeUpPipe
 
-    /// - Parameter wakeUp: written to when an empty shard gets a record.
+    /// - Parameter wakeUp: written to when a record arrives while the publisher waits.
     init(shardCount: Int, wakeUp: WakeUpPipe) {
         shards = (0..<max(1, shardCount)).map { _ in Locked(Shard()) }
         self.wakeUp = wakeUp
@@ -31,21 +35,46 @@ final class ProducerOutbox: @unchecked Sendable {
     var count: Int { queuedCount.load(ordering: .relaxed) }
 
     /// Appends a record. Never blocks.
+    /// - Parameter wake: false defers the wake-up to a later `wakePublisherIfWaiting()` by the
+    ///   same caller (which must follow: until then a waiting publisher does not see the record).
     /// - Returns: false when the outbox was closed (the record was not taken).
-    func append(_ record: KafkaOutboundRecord) -> Bool {
+    func append(_ record: KafkaOutboundRecord, wake: Bool = true) -> Bool {
         let shard = shards[ProducerOutbox.shardIndex(count: shards.count)]
-        let outcome = shard.withLock { shard -> (taken: Bool, wasEmpty: Bool) in
-            guard !shard.isClosed else { return (false, false) }
-            let wasEmpty = shard.records.isEmpty
+        let taken = shard.withLock { shard -> Bool in
+            guard !shard.isClosed else { return false }
             shard.records.append(record)
-            return (true, wasEmpty)
+            return true
         }
-        guard outcome.taken else { return false }
-        queuedCount.add(1, ordering: .relaxed)
-        if outcome.wasEmpty {
+        guard taken else { return false }
+        // Sequentially consistent with `prepareToWait`: either the publisher sees this count
+        // before it waits, or this thread sees it waiting and wakes it (exactly one appender does).
+        queuedCount.add(1, ordering: .sequentiallyConsistent)
+        if wake { wakePublisherIfWaiting() }
+        return true
+    }
+
+    /// Wakes the publisher thread if it waits (one byte to its pipe; exactly one caller does).
+    func wakePublisherIfWaiting() {
+        if publisherWaiting.load(ordering: .sequentiallyConsistent),
+           publisherWaiting.exchange(false, ordering: .sequentiallyConsistent) {
             wakeUp.signal()
         }
+    }
+
+    /// Publisher thread, before waiting on the pipe: from now on an append wakes it.
+    /// - Returns: false when records are already queued (do not wait; take them).
+    func prepareToWait() -> Bool {
+        publisherWaiting.store(true, ordering: .sequentiallyConsistent)
+        guard queuedCount.load(ordering: .sequentiallyConsistent) == 0 else {
+            publisherWaiting.store(false, ordering: .sequentiallyConsistent)
+            return false
+        }
         return true
+    }
+
+    /// Publisher thread, after waiting: appends need not wake it until the next `prepareToWait`.
+    func finishedWaiting() {
+        publisherWaiting.store(false, ordering: .relaxed)
     }
 
     /// Takes everything queued so far (publisher thread), shard by shard in append order.

@@ -61,8 +61,13 @@ final class ProducerPublisherThread: Sendable {
                     if drained || Timestamp.monotonicNanoseconds() >= deadline { break }
                 }
                 // Queue full: delivery reports (which wake the pipe) make room; the short
-                // timeout only bounds a missed wake-up.
-                wakeUp.wait(timeoutMilliseconds: queueFull ? 10 : (deadline != 0 ? 5 : 100))
+                // timeout only bounds a missed wake-up. Records queued meanwhile: no wait.
+                if queueFull {
+                    wakeUp.wait(timeoutMilliseconds: 10)
+                } else if outbox.prepareToWait() {
+                    wakeUp.wait(timeoutMilliseconds: deadline != 0 ? 5 : 100)
+                    outbox.finishedWaiting()
+                }
             }
             leftovers.withLock { $0 = backlog }
         }
