@@ -97,8 +97,8 @@ public enum KafkaTopicReader {
         return messages
     }
 
-    /// Every partition's high watermark (the offset the next record will get).
-    /// The high watermark of every partition of `topic` that holds records.
+    /// The high watermark (the offset the next record will get) of every partition of `topic`
+    /// that holds records.
     private static func highWatermarks(of topic: String, client: RDKafkaClient) throws -> [Int32: Int64] {
         let count = try partitionCount(of: topic, client: client, deadline: Timestamp.monotonicNanoseconds() + 10_000_000_000)
         var ends: [Int32: Int64] = [:]

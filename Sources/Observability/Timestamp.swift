@@ -35,8 +35,7 @@ public enum Timestamp {
 
     /// Appends `2026-11-29T23:59:59.123Z` for a millisecond Unix time, without building strings
     /// (it runs once per published result): the calendar date by arithmetic (proleptic
-    /// Gregorian, as `gmtime_r`, which takes glibc's time zone lock on every call) and the 24
-    /// characters in one append for years 0 to 9999.
+    /// Gregorian, as `gmtime_r`, which takes glibc's time zone lock on every call).
     public static func appendISO8601(_ milliseconds: Int64, to output: inout [UInt8]) {
         let millis = Int(((milliseconds % 1000) + 1000) % 1000)
         let seconds = (milliseconds - Int64(millis)) / 1000
@@ -47,42 +46,14 @@ public enum Timestamp {
             days -= 1
         }
         let date = civilDate(daysSinceEpoch: days)
-        guard (0...9999).contains(date.year) else {
-            appendDigits(Int(clamping: date.year), width: 4, to: &output)
-            appendDigits(date.month, width: 2, prefix: UInt8(ascii: "-"), to: &output)
-            appendDigits(date.day, width: 2, prefix: UInt8(ascii: "-"), to: &output)
-            appendDigits(secondOfDay / 3600, width: 2, prefix: UInt8(ascii: "T"), to: &output)
-            appendDigits(secondOfDay / 60 % 60, width: 2, prefix: UInt8(ascii: ":"), to: &output)
-            appendDigits(secondOfDay % 60, width: 2, prefix: UInt8(ascii: ":"), to: &output)
-            appendDigits(millis, width: 3, prefix: UInt8(ascii: "."), to: &output)
-            output.append(UInt8(ascii: "Z"))
-            return
-        }
-        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of stack
-        withUnsafeMutableBytes(of: &text) { bytes in
-            func put(_ value: Int, at offset: Int, width: Int) {
-                var rest = value
-                for index in stride(from: offset + width - 1, through: offset, by: -1) {
-                    bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                    rest /= 10
-                }
-            }
-            put(Int(date.year), at: 0, width: 4)
-            bytes[4] = UInt8(ascii: "-")
-            put(date.month, at: 5, width: 2)
-            bytes[7] = UInt8(ascii: "-")
-            put(date.day, at: 8, width: 2)
-            bytes[10] = UInt8(ascii: "T")
-            put(secondOfDay / 3600, at: 11, width: 2)
-            bytes[13] = UInt8(ascii: ":")
-            put(secondOfDay / 60 % 60, at: 14, width: 2)
-            bytes[16] = UInt8(ascii: ":")
-            put(secondOfDay % 60, at: 17, width: 2)
-            bytes[19] = UInt8(ascii: ".")
-            put(millis, at: 20, width: 3)
-            bytes[23] = UInt8(ascii: "Z")
-            output.append(contentsOf: bytes.bindMemory(to: UInt8.self))
-        }
+        appendDigits(Int(clamping: date.year), width: 4, to: &output)
+        appendDigits(date.month, width: 2, prefix: UInt8(ascii: "-"), to: &output)
+        appendDigits(date.day, width: 2, prefix: UInt8(ascii: "-"), to: &output)
+        appendDigits(secondOfDay / 3600, width: 2, prefix: UInt8(ascii: "T"), to: &output)
+        appendDigits(secondOfDay / 60 % 60, width: 2, prefix: UInt8(ascii: ":"), to: &output)
+        appendDigits(secondOfDay % 60, width: 2, prefix: UInt8(ascii: ":"), to: &output)
+        appendDigits(millis, width: 3, prefix: UInt8(ascii: "."), to: &output)
+        output.append(UInt8(ascii: "Z"))
     }
 
     /// Year, month (1–12) and day (1–31) of a day count from 1970-01-01 (H. Hinnant's
