@@ -43,14 +43,17 @@ public enum KafkaTopicReader {
     /// settled topic (nothing is written to it any more) this is everything it holds, late
     /// duplicates included, without waiting out a timeout.
     /// - Returns: the records read, per partition in offset order.
-    /// - Throws: ``KafkaError`` when the topic's metadata or watermarks cannot be read in time.
+    /// - Throws: ``KafkaError`` when the topic's metadata or watermarks cannot be read in time,
+    ///   or (`_TIMED_OUT`) when the end was not reached in time: what was read is then not
+    ///   everything, and a caller counting records must not take it for everything.
     public static func readToEnd(
         bootstrapServers: String, topic: String, timeoutMilliseconds: Int, isolation: String = "read_committed"
     ) throws -> [KafkaMessage] {
         var ends: [Int32: Int64] = [:]
         var endsKnown = false
-        return try read(bootstrapServers: bootstrapServers, topic: topic, timeoutMilliseconds: timeoutMilliseconds,
-                        isolation: isolation) { _, client in
+        var reachedEnd = false
+        let messages = try read(bootstrapServers: bootstrapServers, topic: topic, timeoutMilliseconds: timeoutMilliseconds,
+                                isolation: isolation) { _, client in
             if !endsKnown {
                 ends = try highWatermarks(of: topic, client: client)
                 endsKnown = true
@@ -58,10 +61,15 @@ public enum KafkaTopicReader {
             // The position passes transaction markers and aborted records too.
             let list = RDKafkaTopicPartitionList(ends.keys.map { KafkaTopicPartition(topic: topic, partition: $0) })
             guard rd_kafka_position(client.pointer, list.pointer) == RD_KAFKA_RESP_ERR_NO_ERROR else { return false }
-            return RDKafkaTopicPartitionList.entries(of: list.pointer).allSatisfy { entry in
+            reachedEnd = RDKafkaTopicPartitionList.entries(of: list.pointer).allSatisfy { entry in
                 entry.offset >= ends[entry.partition.partition, default: 0]
             }
+            return reachedEnd
         }
+        guard reachedEnd else {
+            throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, context: "reading \(topic) to its end (\(messages.count) records read)")
+        }
+        return messages
     }
 
     /// Reads `topic` from the beginning with a standalone consumer until `isDone` says so or the
