@@ -21,7 +21,7 @@ extension BenchmarkReport {
         lines.append("benchmark process CPU (simulator, mock Kafka, producer, observer): \(Self.format(benchmarkProcessCPUSeconds, 2)) s")
         lines.append("latency_ms (peak run): p50 \(latencyP50.map { Self.format($0, 1) } ?? "-"), p99 \(latencyP99.map { Self.format($0, 1) } ?? "-") (the backlog's wait counts)")
         if let pacedRequestsPerSecond {
-            lines.append("paced run at \(Self.format(pacedRequestsPerSecond, 0)) requests/s: \(pacedResults) results in \(Self.format(pacedWindowSeconds, 2)) s; time the bridge adds (result − request Kafka timestamp): p50 \(addedLatencyP50.map { Self.format($0, 0) } ?? "-") ms, p99 \(addedLatencyP99.map { Self.format($0, 0) } ?? "-") ms, max \(addedLatencyMax.map { Self.format($0, 0) } ?? "-") ms")
+            lines.append("paced run at \(Self.format(pacedRequestsPerSecond, 0)) requests/s: \(pacedResults) results in \(Self.format(pacedWindowSeconds, 2)) s; time the bridge adds (result − request Kafka timestamp): p50 \(addedLatencyP50.map { Self.format($0, 0) } ?? "-") ms, p99 \(addedLatencyP99.map { Self.format($0, 0) } ?? "-") ms, max \(addedLatencyMax.map { Self.format($0, 0) } ?? "-") ms; of which up to the APNs answer (latency_ms): p50 \(answerLatencyP50.map { Self.format($0, 1) } ?? "-") ms, p99 \(answerLatencyP99.map { Self.format($0, 1) } ?? "-") ms")
         }
         lines.append("stop: \(Self.format(stopSeconds, 2)) s; results: \(results) seen, \(delivered) delivered; committed offsets \(committedRecords) of \(producedRecords) requests")
         for mismatch in mismatches.prefix(10) {
@@ -78,6 +78,8 @@ extension BenchmarkReport {
             ("added_ms_p50", number(addedLatencyP50, 0)),
             ("added_ms_p99", number(addedLatencyP99, 0)),
             ("added_ms_max", number(addedLatencyMax, 0)),
+            ("answer_ms_p50", number(answerLatencyP50, 1)),
+            ("answer_ms_p99", number(answerLatencyP99, 1)),
             ("produced_records", "\(producedRecords)"),
             ("committed_offsets", "\(committedRecords)"),
             ("bridge_exit_codes", list(instances.map { "\($0.exitCode)" })),

@@ -58,6 +58,10 @@ public struct BenchmarkReport: Sendable {
     public var addedLatencyP50: Double?
     public var addedLatencyP99: Double?
     public var addedLatencyMax: Double?
+    /// The paced run's share of that up to the final APNs answer: the results' own `latency_ms`
+    /// (request record's Kafka timestamp → answer); the rest is the result's way to Kafka.
+    public var answerLatencyP50: Double?
+    public var answerLatencyP99: Double?
     /// Request records produced (warm-up, peak and paced runs) and the group's committed offsets
     /// summed over the partitions.
     public var producedRecords = 0

@@ -123,6 +123,7 @@ extension BenchmarkRunner {
             }
         }
         var added: [Double] = []
+        var answered: [Double] = []
         var unmatched = 0
         for message in collected.messages {
             guard let value = message.value, let document = try? JSONScanner.parse(value),
@@ -133,13 +134,19 @@ extension BenchmarkRunner {
                 continue
             }
             added.append(Double(resultTimestamp - requestTimestamp))
+            if let latency = document.root["latency_ms"]?.numberText.flatMap(Double.init) {
+                answered.append(latency)
+            }
         }
         added.sort()
+        answered.sort()
         report.pacedResults = collected.messages.count
         report.pacedWindowSeconds = collected.windowSeconds
         report.addedLatencyP50 = percentile(added, 0.50)
         report.addedLatencyP99 = percentile(added, 0.99)
         report.addedLatencyMax = added.last
+        report.answerLatencyP50 = percentile(answered, 0.50)
+        report.answerLatencyP99 = percentile(answered, 0.99)
         if collected.messages.count != workload.expectedResults || unmatched > 0 {
             report.mismatches.append("paced run: \(collected.messages.count) of \(workload.expectedResults) results, \(unmatched) without a matching request")
         }

@@ -86,8 +86,12 @@ public enum BenchmarkRunner {
         var produced = 0
         defer { for bridge in bridges where bridge.child.isRunning { _ = bridge.stop(timeoutSeconds: 10) } }
 
-        produced += try warmUp(environment: environment, observer: observer, bridges: bridges, settings: settings,
-                               report: &report, progress: progress)
+        // The paced run's producer takes part in the warm-up, so that it is connected and has its
+        // producer id before its first timed record.
+        let pacedProducer = settings.runPaced ? try PacedProducer(environment: environment) : nil
+        defer { pacedProducer?.close() }
+        produced += try warmUp(environment: environment, producer: pacedProducer, observer: observer, bridges: bridges,
+                               settings: settings, report: &report, progress: progress)
 
         // The peak run: the whole workload at once, as fast as the bridge takes it.
         let selfBefore = ProcessCPUTimes.sample()
@@ -110,18 +114,26 @@ public enum BenchmarkRunner {
         }
         check(peak.messages, workload: workload, into: &report)
 
-        if settings.runPaced {
+        if let pacedProducer {
             let paced = BenchmarkWorkload(requests: workload.records.count, tokensPerRequest: workload.tokensPerRequest,
                                           seed: 8, idPrefix: "paced")
             let rate = settings.pacedRate ?? max(report.requestsPerSecond / 2, 1)
             report.pacedRequestsPerSecond = rate
             progress("paced run: \(paced.records.count) requests at \(Int(rate)) requests/s")
-            let producer = try PacedProducer(environment: environment, records: paced.records, recordsPerSecond: rate)
+            // The observer reads the results after the requests are produced, not meanwhile:
+            // librdkafka 2.0.2's mock broker serves every client on one thread and walks a
+            // partition's list of message sets for each fetch, so an observer fetching the
+            // growing results topic would delay the bridge's own fetches (its timestamps are
+            // the bridge producer's, whenever the observer reads them).
+            let observed = try observer.assignment()
+            try observer.pause(observed)
+            pacedProducer.start(records: paced.records, recordsPerSecond: rate)
+            while !pacedProducer.isDone { usleep(10_000) }
+            try observer.resume(observed)
             let collected = collect(observer: observer, prefix: paced.idPrefix, expected: paced.expectedResults,
                                     bridges: bridges, idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
-            while !producer.isDone { usleep(10_000) }
             produced += paced.records.count
-            if producer.failureCount > 0 { report.warnings.append("paced run: \(producer.failureCount) request(s) not acknowledged") }
+            if pacedProducer.failureCount > 0 { report.warnings.append("paced run: \(pacedProducer.failureCount) request(s) not acknowledged") }
             try measureAddedLatency(collected, workload: paced, environment: environment, into: &report)
         }
 
@@ -154,7 +166,8 @@ public enum BenchmarkRunner {
     /// instance finished some of them: the group is joined and every connection is up before
     /// anything is measured.
     /// - Returns: the requests produced.
-    private static func warmUp(environment: LocalEnvironment, observer: KafkaConsumer, bridges: [BridgeProcess],
+    /// - Parameter producer: produces the rounds when given (the paced run's, to warm it up).
+    private static func warmUp(environment: LocalEnvironment, producer: PacedProducer?, observer: KafkaConsumer, bridges: [BridgeProcess],
                                settings: BenchmarkSettings, report: inout BenchmarkReport,
                                progress: @escaping @Sendable (String) -> Void) throws -> Int {
         let phase = Timestamp.monotonicNanoseconds()
@@ -162,7 +175,11 @@ public enum BenchmarkRunner {
         for round in 0..<maximumWarmUpRounds {
             let warmUp = BenchmarkWorkload(requests: warmUpRequestsPerRound * bridges.count, tokensPerRequest: 1,
                                            seed: 100 + UInt64(round), idPrefix: "warmup\(round)")
-            try environment.produceRequests(warmUp.records)
+            if let producer {
+                try producer.produceAndWait(warmUp.records)
+            } else {
+                try environment.produceRequests(warmUp.records)
+            }
             produced += warmUp.records.count
             _ = collect(observer: observer, prefix: warmUp.idPrefix, expected: warmUp.expectedResults, bridges: bridges,
                         idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: { _ in })

@@ -64,13 +64,13 @@ public struct BenchmarkSettings: Sendable, Equatable {
         self.bridgeLogLevel = bridgeLogLevel
     }
 
-    /// The instances' `kafka.consumer`: `fetch.wait.max.ms: 10` unless `consumerProperties` set
-    /// it, then `consumerProperties`. librdkafka 2.0.2's mock broker holds a fetch for the whole
-    /// `fetch.wait.max.ms` (500 ms by default) when the partition had nothing new at the time,
-    /// even if records arrive meanwhile; a real broker answers as soon as they arrive. Without
-    /// this the paced run's added latency would measure the mock broker's wait, not the bridge.
+    /// The instances' `kafka.consumer`: `fetch.wait.max.ms: 1` unless `consumerProperties` set
+    /// it, then `consumerProperties`. librdkafka 2.0.2's mock broker holds a fetch that found
+    /// nothing new for the whole `fetch.wait.max.ms` (500 ms by default), even if records arrive
+    /// meanwhile; a real broker answers as soon as they arrive. The shortest wait comes closest
+    /// to that, so the paced run's added latency measures the bridge, not the mock broker's wait.
     public var bridgeConsumerProperties: [String: String] {
-        ["fetch.wait.max.ms": "10"].merging(consumerProperties) { _, given in given }
+        ["fetch.wait.max.ms": "1"].merging(consumerProperties) { _, given in given }
     }
 
     /// Notifications (and results) one run of the workload yields.

@@ -150,7 +150,7 @@ struct BenchCommandTests {
 
     @Test func instancesFetchWithoutTheMockBrokersLongWaitUnlessTold() {
         var settings = BenchmarkSettings(executable: "/bin/true")
-        #expect(settings.bridgeConsumerProperties == ["fetch.wait.max.ms": "10"])
+        #expect(settings.bridgeConsumerProperties == ["fetch.wait.max.ms": "1"])
         settings.consumerProperties = ["fetch.wait.max.ms": "500", "fetch.min.bytes": "1"]
         #expect(settings.bridgeConsumerProperties == ["fetch.wait.max.ms": "500", "fetch.min.bytes": "1"])
     }
