@@ -58,6 +58,29 @@ struct PipelineEndToEndTests {
         }
     }
 
+    /// A limit that is reached and drained over and over while APNs answers promptly never
+    /// pauses fetching when the grace outlasts every drain, in either mode. (Exactly-once mode
+    /// counts work in two places, APNs and the transaction's buffer; a result moving from one
+    /// to the other between the two reads used to look like work above the limit right after
+    /// a drain and paused the partitions, which costs librdkafka's prefetch.)
+    @Test(arguments: [false, true])
+    func aBusyHealthyPipelineNeverPausesFetching(exactlyOnce: Bool) throws {
+        let workload = DemoWorkload(count: 4000, seed: 11)
+        let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
+        defer { environment.close() }
+        let configuration = try environment.configuration(
+            groupID: "e2e-no-pause-\(exactlyOnce)", exactlyOnce: exactlyOnce, extra: "limits: {max_in_flight: 200}")
+
+        let report = try DemoRunner.run(
+            workload: workload, environment: environment, configuration: configuration, backpressureGrace: .seconds(60)
+        )
+
+        #expect(report.mismatches.isEmpty, "\(report.mismatches.prefix(5))")
+        #expect(report.results == workload.expectedResults)
+        #expect(report.committedRecords == Int64(workload.records.count))
+        #expect(report.fetchPauses == 0)
+    }
+
     @Test func offsetsAreNotCommittedWhenKafkaRefusesTheResults() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }

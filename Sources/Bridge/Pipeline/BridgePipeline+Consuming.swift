@@ -208,10 +208,15 @@ extension BridgePipeline {
     /// from the first to the second is counted exactly once at every moment. Exactly once there
     /// are no per-record delivery reports: outputs leave when their transaction commits, so the
     /// work is the notifications waiting for APNs plus the outputs buffered for a transaction.
+    ///
+    /// Exactly once, work moves from the first counter to the second (a notification's result is
+    /// buffered after its APNs count is taken back), so the second is read first: a move between
+    /// the two readings then makes the sum briefly low, never above the true work.
     var inFlight: Int {
-        committer == nil
-            ? workInFlight.load(ordering: .relaxed)
-            : dispatcher.inFlight + publisher.pendingCount
+        guard committer != nil else { return workInFlight.load(ordering: .relaxed) }
+        let buffered = publisher.pendingCount
+        atomicMemoryFence(ordering: .acquiring)  // the APNs count is read after, not before
+        return dispatcher.inFlight + buffered
     }
 
     /// Keeps the highest in-flight work seen; called after each admission, the only moment it grows.
@@ -234,14 +239,14 @@ extension BridgePipeline {
     func applyBackpressure() {
         let limit = configuration.limits.maxInFlight
         if inFlight >= limit, pausedPartitions.withLock({ $0.isEmpty }) {
-            let deadline = Timestamp.monotonicNanoseconds() + backpressureGraceNanoseconds
             logger.trace("waiting for capacity", metadata: [
                 "bridge.apns_in_flight": "\(dispatcher.inFlight)", "bridge.kafka_unacknowledged": "\(publisher.pendingCount)",
             ])
-            while inFlight >= limit, Timestamp.monotonicNanoseconds() < deadline, !isStopRequested, fatalReason == nil {
-                usleep(500)
-            }
-            if inFlight >= limit {
+            let outcome = BackpressureWait(limit: limit, graceNanoseconds: backpressureGraceNanoseconds).wait(
+                now: { Timestamp.monotonicNanoseconds() }, inFlight: { inFlight },
+                shouldStop: { isStopRequested || fatalReason != nil }, sleep: { usleep(500) }
+            )
+            if outcome == .pause {
                 pauseAssignedPartitions()
             }
         } else if inFlight <= limit / 2 {
