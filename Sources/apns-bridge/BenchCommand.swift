@@ -48,7 +48,7 @@ enum BenchCommand {
       --skip-h2load            do not run the h2load reference
       --skip-paced             do not run the paced run
       --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable;
-                               the bench sets fetch.wait.max.ms=10: librdkafka's mock broker holds an
+                               the bench sets fetch.wait.max.ms=1: librdkafka's mock broker holds an
                                empty fetch for all of it even when records arrive)
       --wrapper 'COMMAND …'    start each instance under COMMAND (split at spaces), e.g.
                                'valgrind --tool=callgrind' for instruction counts (profiling only:
