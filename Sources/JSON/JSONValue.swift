@@ -54,6 +54,17 @@ public struct JSONValue: Sendable {
         }
     }
 
+    /// Calls `body` with a string's UTF-8 bytes, without quotes and without making a `String`,
+    /// when the string has no escapes; nil for other values and for strings with escapes (read
+    /// those with ``stringValue``).
+    public func withUnescapedUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
+        let node = self.node
+        guard node.tag == .string, !node.hasEscapes else { return nil }
+        return document.bytes.withUnsafeBufferPointer { buffer in
+            body(UnsafeBufferPointer(rebasing: buffer[(node.start + 1)..<(node.end - 1)]))
+        }
+    }
+
     /// The number as an Int64 when it is written as an integer (no fraction or exponent) that
     /// fits; nil otherwise (including for non-numbers).
     public var int64Value: Int64? {

@@ -117,6 +117,19 @@ import Testing
         #expect(escaped.validTokens == [Self.tokenA])
     }
 
+    @Test func keysAreMatchedAfterTheirEscapesAreDecoded() throws {
+        // "\u0074oken" is "token" and "p\u0061yload" is "payload": the same fields as written plainly.
+        let escapedKeys = try request("{\"\\u0074oken\":\"\(Self.tokenA)\",\"p\\u0061yload\":{},\"priorit\\u0079\":5}")
+        #expect(escapedKeys.validTokens == [Self.tokenA])
+        #expect(escapedKeys.priority == 5)
+        // Written once plainly and once escaped, a field appears twice.
+        let twice = deadLetter("{\"token\":\"\(Self.tokenA)\",\"payload\":{},\"priority\":5,\"priorit\\u0079\":10}")
+        #expect(twice?.detail == "field \"priority\": appears more than once")
+        // Near misses and prefixes of known names are unknown fields, ignored.
+        let unknown = try request("{\"token\":\"\(Self.tokenA)\",\"payload\":{},\"priorit\":1,\"prioritys\":1,\"\":1,\"Priority\":1}")
+        #expect(unknown.priority == 10)
+    }
+
     @Test func tokenRules() {
         func detail(_ text: String) -> String? { deadLetter(text)?.detail }
         #expect(deadLetter("{\"payload\":{}}")?.code == .invalidRequest)

@@ -20,19 +20,48 @@ struct RequestFields {
             throw DeadLetter(code: .invalidRequest, detail: "the request must be a JSON object")
         }
         for (keyValue, value) in root.members {
-            guard let key = keyValue.stringValue else { continue }  // invariant of the scanner: keys are strings
-            guard let field = Field(rawValue: key) else { continue }
-            guard !seenNull.contains(key), fill(field, with: value.isNull ? nil : value) else {
-                throw DeadLetter(code: .invalidRequest, detail: "field \"\(key)\": appears more than once")
+            // Keys are matched on their bytes; only a key written with escapes is decoded first.
+            let field: Field?
+            switch keyValue.withUnescapedUTF8(Field.init(utf8:)) {
+            case .some(let matched): field = matched
+            case .none: field = keyValue.stringValue.flatMap(Field.init(name:))  // invariant of the scanner: keys are strings
             }
-            if value.isNull { seenNull.insert(key) }
+            guard let field else { continue }
+            let bit: UInt16 = 1 << UInt16(field.rawValue)
+            guard seenNull & bit == 0, fill(field, with: value.isNull ? nil : value) else {
+                throw DeadLetter(code: .invalidRequest, detail: "field \"\(field.name)\": appears more than once")
+            }
+            if value.isNull { seenNull |= bit }
         }
     }
 
-    /// The known fields by their JSON names.
-    private enum Field: String {
-        case id, app, tokens, token, payload, topic, environment
-        case pushType = "push_type", priority, expiration, collapseID = "collapse_id", apnsID = "apns_id"
+    /// The known fields; `rawValue` indexes `names`.
+    private enum Field: Int {
+        case id, app, tokens, token, payload, topic, environment, pushType, priority, expiration, collapseID, apnsID
+
+        /// The JSON names, in case order.
+        static let names: [[UInt8]] = [
+            "id", "app", "tokens", "token", "payload", "topic", "environment", "push_type", "priority", "expiration",
+            "collapse_id", "apns_id",
+        ].map { Array($0.utf8) }
+
+        var name: String { String(decoding: Self.names[rawValue], as: UTF8.self) }
+
+        init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+            for (index, name) in Self.names.enumerated() where name.count == bytes.count {
+                if name.withUnsafeBufferPointer({ $0.elementsEqual(bytes) }) {
+                    self.init(rawValue: index)
+                    return
+                }
+            }
+            return nil
+        }
+
+        init?(name: String) {
+            var name = name
+            guard let field = name.withUTF8({ Field(utf8: $0) }) else { return nil }
+            self = field
+        }
     }
 
     /// Puts `value` (nil: a JSON null, which only marks the field as seen) in `field`'s slot;
@@ -60,7 +89,8 @@ struct RequestFields {
         }
     }
 
-    private var seenNull: Set<String> = []
+    /// Fields seen as JSON null, one bit per `Field.rawValue`.
+    private var seenNull: UInt16 = 0
 }
 
 extension PushRequestDecoder {
