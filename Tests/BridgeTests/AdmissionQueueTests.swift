@@ -27,7 +27,8 @@ import Testing
 
     @Test func recordsLeaveInOrderWithTheProgressTheyWerePolledUnder() {
         var queue = AdmissionQueue(largestWork: 1)
-        let progress = PartitionProgress(topicPartition: KafkaTopicPartition(topic: "t", partition: 0)) { _, _ in }
+        let progress = PartitionProgress(topicPartition: KafkaTopicPartition(topic: "t", partition: 0),
+                                         storeQueue: OffsetStoreQueue { _, _ in })
         queue.append((0..<3).map { Self.message($0, bytes: 10) },
                      progress: [KafkaTopicPartition(topic: "t", partition: 0): progress])
         queue.append([KafkaMessage(topic: "other", partition: 1, offset: 9, key: nil, value: nil, headers: [],

@@ -8,12 +8,21 @@ import Testing
 /// Per-record hold counting (`RequestContext`) and per-partition progress (`PartitionProgress`):
 /// what decides which input offset may be committed.
 @Suite struct PartitionProgressTests {
+    /// A store queue that records what it stores; `all` stores what is queued first, as the
+    /// consumer thread's loop does.
     final class StoreRecorder: Sendable {
         let stored = Locked<[Int64]>([])
-        var store: @Sendable (KafkaTopicPartition, Int64) -> Void {
-            { [self] _, next in stored.withLock { $0.append(next) } }
+        let queue: OffsetStoreQueue
+
+        init() {
+            let stored = self.stored
+            queue = OffsetStoreQueue { _, next in stored.withLock { $0.append(next) } }
         }
-        var all: [Int64] { stored.withLock { $0 } }
+
+        var all: [Int64] {
+            queue.storeQueued()
+            return stored.withLock { $0 }
+        }
     }
 
     static let topicPartition = KafkaTopicPartition(topic: "apns.requests", partition: 0)
@@ -26,7 +35,7 @@ import Testing
 
     @Test func aRecordCompletesOnlyWhenItsLastHoldIsGivenBack() {
         let recorder = StoreRecorder()
-        let progress = PartitionProgress(topicPartition: Self.topicPartition, store: recorder.store)
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
         #expect(progress.track(7))
         let request = context(7, progress)
         request.retain(3)  // three outputs on their way
@@ -42,7 +51,7 @@ import Testing
 
     @Test func theCommitStopsBeforeAnUnfinishedRecord() {
         let recorder = StoreRecorder()
-        let progress = PartitionProgress(topicPartition: Self.topicPartition, store: recorder.store)
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
         let contexts = (Int64(0)..<4).map { offset -> RequestContext in
             #expect(progress.track(offset))
             return context(offset, progress)
@@ -55,7 +64,7 @@ import Testing
 
     @Test func aReDeliveredRecordIsRefusedAndCannotCompleteTheEarlierEntry() {
         let recorder = StoreRecorder()
-        let progress = PartitionProgress(topicPartition: Self.topicPartition, store: recorder.store)
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
         #expect(progress.track(10))
         #expect(progress.track(11))
         let first = context(10, progress)
@@ -76,7 +85,7 @@ import Testing
 
     @Test func revokeWithWorkInFlightStoresNothingLater() {
         let recorder = StoreRecorder()
-        let progress = PartitionProgress(topicPartition: Self.topicPartition, store: recorder.store)
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
         let contexts = (Int64(0)..<3).map { offset -> RequestContext in
             #expect(progress.track(offset))
             return context(offset, progress)
@@ -91,23 +100,55 @@ import Testing
         #expect(progress.isRevoked)
     }
 
+    @Test func completionsBetweenTwoStoresStoreThePartitionOnce() {
+        let recorder = StoreRecorder()
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
+        let contexts = (Int64(0)..<100).map { offset -> RequestContext in
+            #expect(progress.track(offset))
+            return context(offset, progress)
+        }
+        for request in contexts[0..<60] { request.release() }
+        #expect(recorder.queue.count == 1)  // queued once, not once per record
+        #expect(recorder.all == [60])
+        #expect(recorder.all == [60])  // nothing grew: nothing stored again
+        for request in contexts[60...] { request.release() }
+        #expect(recorder.all == [60, 100])
+    }
+
+    @Test func aQueuedStoreOfARevokedPartitionIsDropped() {
+        let recorder = StoreRecorder()
+        let progress = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
+        #expect(progress.track(0))
+        context(0, progress).release()
+        #expect(recorder.queue.count == 1)
+        progress.revoke()
+        #expect(recorder.all.isEmpty)
+    }
+
     @Test func aRevokeRacingLateCompletionsNeverStoresAfterItReturns() async {
         for _ in 0..<20 {
             let revokeReturned = Locked(false)
             let storesAfterRevoke = Locked(0)
-            let progress = PartitionProgress(topicPartition: Self.topicPartition) { _, _ in
+            let queue = OffsetStoreQueue { _, _ in
                 if revokeReturned.withLock({ $0 }) { storesAfterRevoke.withLock { $0 += 1 } }
             }
+            let progress = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: queue)
             let count = 2_000
             let contexts = (Int64(0)..<Int64(count)).map { offset -> RequestContext in
                 _ = progress.track(offset)
                 return context(offset, progress)
             }
+            let releasing = Locked(4)
             await withTaskGroup(of: Void.self) { group in
                 for worker in 0..<4 {
                     group.addTask {
                         for index in stride(from: worker, to: count, by: 4) { contexts[index].release() }
+                        releasing.withLock { $0 -= 1 }
                     }
+                }
+                group.addTask {  // stores on another thread while completions and the revocation race
+                    while releasing.withLock({ $0 }) > 0 { queue.storeQueued() }
+                    queue.storeQueued()
                 }
                 group.addTask {
                     progress.revoke()

@@ -60,6 +60,9 @@ public struct PartitionOffsetTracker: Sendable {
         return true
     }
 
+    /// Whether the committable offset advanced since `committableNextOffset()` last returned it.
+    public var hasCommittableOffset: Bool { pendingCommit != nil }
+
     /// The offset to commit (last contiguous completed offset + 1), or nil when it has not
     /// advanced since the previous call.
     public mutating func committableNextOffset() -> Int64? {

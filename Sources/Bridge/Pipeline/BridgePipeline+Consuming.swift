@@ -52,8 +52,23 @@ extension BridgePipeline {
             }
             admitWaiting(&waiting)
             dispatcher.flush()
+            offsetStores?.storeQueued()
         }
         return drainAndClose()
+    }
+
+    /// At least once: the queue through which completed offsets are stored for the consumer's
+    /// commit. A store refused because the partition is no longer assigned is not an error (its
+    /// new owner reads the record again); any other failure is logged.
+    static func offsetStoreQueue(consumer: KafkaConsumer) -> OffsetStoreQueue {
+        let logger = Logger(label: "bridge.offsets")
+        return OffsetStoreQueue { topicPartition, next in
+            do {
+                try consumer.storeOffsets([(topicPartition, nextOffset: next)])
+            } catch {
+                logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
+            }
+        }
     }
 
     /// Processes waiting records while in-flight work is under `limits.max_in_flight`. The
@@ -141,17 +156,7 @@ extension BridgePipeline {
         case .assigned(let assigned):
             joinedGroup.store(true, ordering: .releasing)
             logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
-            let consumer = self.consumer
-            let logger = self.logger
-            let completion: PartitionProgress.Completion = committer != nil
-                ? .transactional
-                : .storeOffsets { topicPartition, next in
-                    do {
-                        try consumer.storeOffsets([(topicPartition, nextOffset: next)])
-                    } catch {
-                        logger.debug("offset not stored", metadata: ["kafka.partition": "\(topicPartition)", "error": "\(error)"])
-                    }
-                }
+            let completion: PartitionProgress.Completion = offsetStores.map { .storeOffsets($0) } ?? .transactional
             partitions.withLock { map in
                 for topicPartition in assigned {
                     map[topicPartition] = PartitionProgress(topicPartition: topicPartition, completion: completion)
@@ -184,6 +189,9 @@ extension BridgePipeline {
                     }
                 }
             } else {
+                // What completed before the revocation is stored first: librdkafka commits it
+                // as the partitions leave.
+                offsetStores?.storeQueued()
                 for progress in leaving { progress.revoke() }
             }
             // librdkafka keeps an application pause across unassignment: resume before letting
@@ -303,6 +311,7 @@ extension BridgePipeline {
             } catch {
                 fail("consumer: \(error)")
             }
+            offsetStores?.storeQueued()
         }
         let unanswered = dispatcher.inFlight
         if unanswered > 0 {
@@ -313,6 +322,7 @@ extension BridgePipeline {
         dispatcher.shutdown()
         committer?.stop()
         producer.close(flushTimeoutMilliseconds: Int32(clamping: millisecondsLeft()))
+        offsetStores?.storeQueued()  // the last delivery reports' offsets, for the close's commit
         consumer.close(timeoutMilliseconds: millisecondsLeft())
         group.shutdown()
         if let reason = fatalReason {

@@ -9,8 +9,9 @@ import Synchronization
 /// Threads: the caller of `run()` is the consumer thread (poll, decode, fan-out); the event loop
 /// threads carry HTTP/2 and turn answers into result records, which they append to the
 /// producer's outbox without waiting; the producer's publisher thread alone calls produce and
-/// serves delivery reports, which complete input offsets and store them for commit (librdkafka
-/// commits stored offsets every `auto.commit.interval.ms`, and once more on close).
+/// serves delivery reports, which complete input offsets; the consumer thread stores the grown
+/// offsets once per loop iteration for commit (librdkafka commits stored offsets every
+/// `auto.commit.interval.ms`, and once more on close).
 public final class BridgePipeline: Sendable {
     /// The configuration it runs with, passphrases removed (they were needed to load the keys only).
     public let configuration: BridgeConfiguration
@@ -24,6 +25,9 @@ public final class BridgePipeline: Sendable {
     let committer: TransactionCommitter?
     let decoder: PushRequestDecoder
     let partitions = Locked<[KafkaTopicPartition: PartitionProgress]>([:])
+    /// At least once: partitions whose committable offset grew, stored by the consumer thread
+    /// once per loop iteration (nil exactly once: transactions commit the offsets).
+    let offsetStores: OffsetStoreQueue?
     let pausedPartitions = Locked<[KafkaTopicPartition]>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
@@ -91,6 +95,7 @@ public final class BridgePipeline: Sendable {
             throw PipelineError(component: "kafka", message: "\(error)")
         }
         publisher = ResultPublisher(producer: producer, kafka: configuration.kafka, loops: group.loops)
+        offsetStores = exactlyOnce ? nil : Self.offsetStoreQueue(consumer: consumer)
         committer = exactlyOnce
             ? TransactionCommitter(
                 producer: producer, consumer: consumer, publisher: publisher,

@@ -33,7 +33,8 @@ public enum OneShotSender {
         defer { group.shutdown() }
         let sink = CollectingResultSink()
         let dispatcher = try NotificationDispatcher(configuration: configuration, group: group, publisher: sink)
-        let progress = PartitionProgress(topicPartition: .init(topic: source.topic, partition: 0)) { _, _ in }
+        let progress = PartitionProgress(topicPartition: .init(topic: source.topic, partition: 0),
+                                         storeQueue: OffsetStoreQueue { _, _ in })  // nothing to commit
         _ = progress.track(0)  // a fresh tracker always takes its first offset
         let context = RequestContext(
             source: source, requestID: request.id, app: request.app, environment: request.environment,

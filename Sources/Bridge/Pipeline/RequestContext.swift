@@ -87,7 +87,8 @@ final class RequestContext: Sendable {
 /// committed.
 ///
 /// At least once, completed offsets are stored for the consumer's commit as the contiguous
-/// prefix grows. Exactly once, outputs are buffered per record in a ``PartitionOutputSequencer``
+/// prefix grows: a completion that grows it queues the partition in an ``OffsetStoreQueue``,
+/// and the consumer thread stores the newest offset of each queued partition. Exactly once, outputs are buffered per record in a ``PartitionOutputSequencer``
 /// and the transaction committer takes them in offset order, with the offset to commit.
 ///
 /// A new object is made for every assignment, so work that finishes after a revocation updates
@@ -99,8 +100,8 @@ final class RequestContext: Sendable {
 final class PartitionProgress: Sendable {
     /// How completed offsets leave the partition.
     enum Completion: Sendable {
-        /// At least once: store the committable offset for the consumer's commit.
-        case storeOffsets(@Sendable (KafkaTopicPartition, Int64) -> Void)
+        /// At least once: queue the partition to store its committable offset for the consumer's commit.
+        case storeOffsets(OffsetStoreQueue)
         /// Exactly once: buffer outputs until the transaction committer takes them.
         case transactional
     }
@@ -110,6 +111,8 @@ final class PartitionProgress: Sendable {
         var sequencer = PartitionOutputSequencer<KafkaOutboundRecord>()
         var isRevoked = false
         var committedNextOffset: Int64?
+        /// At least once: waiting in the store queue for its committable offset to be stored.
+        var isQueuedForStore = false
     }
 
     let topicPartition: KafkaTopicPartition
@@ -121,9 +124,9 @@ final class PartitionProgress: Sendable {
         self.completion = completion
     }
 
-    /// At least once: `store` receives each grown committable offset.
-    convenience init(topicPartition: KafkaTopicPartition, store: @escaping @Sendable (KafkaTopicPartition, Int64) -> Void) {
-        self.init(topicPartition: topicPartition, completion: .storeOffsets(store))
+    /// At least once: grown committable offsets are stored through `storeQueue`.
+    convenience init(topicPartition: KafkaTopicPartition, storeQueue: OffsetStoreQueue) {
+        self.init(topicPartition: topicPartition, completion: .storeOffsets(storeQueue))
     }
 
     private var isTransactional: Bool {
@@ -194,15 +197,31 @@ final class PartitionProgress: Sendable {
     /// Marks an offset complete: stores the grown committable prefix (at least once), or lets
     /// the record's outputs be released in their turn (exactly once).
     func complete(_ offset: Int64) {
-        state.withLock { state in
-            switch completion {
-            case .transactional:
-                state.sequencer.complete(offset)
-            case .storeOffsets(let store):
+        switch completion {
+        case .transactional:
+            state.withLock { $0.sequencer.complete(offset) }
+        case .storeOffsets(let queue):
+            let queueNow = state.withLock { state in
                 state.tracker.complete(offset)
-                if let next = state.tracker.committableNextOffset(), !state.isRevoked {
-                    store(topicPartition, next)
-                }
+                guard !state.isRevoked, !state.isQueuedForStore, state.tracker.hasCommittableOffset else { return false }
+                state.isQueuedForStore = true
+                return true
+            }
+            if queueNow {
+                queue.enqueue(self)
+            }
+        }
+    }
+
+    /// At least once (``OffsetStoreQueue``): stores the committable offset if it grew since the
+    /// last store and the partition is not revoked. The store happens under the lock, so it can
+    /// never follow a `revoke()` that has returned.
+    func storeQueuedOffset() {
+        guard case .storeOffsets(let queue) = completion else { return }
+        state.withLock { state in
+            state.isQueuedForStore = false
+            if let next = state.tracker.committableNextOffset(), !state.isRevoked {
+                queue.store(topicPartition, next)
             }
         }
     }
