@@ -33,27 +33,10 @@ public enum Timestamp {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends `2026-11-29T23:59:59.123Z` for a millisecond Unix time, without building strings
-    /// (it runs once per published result): the calendar date by arithmetic (proleptic
-    /// Gregorian, as `gmtime_r`, which takes glibc's time zone lock on every call).
+    /// Appends `2026-11-29T23:59:59.123Z` for a millisecond Unix time
+    /// (``ByteWriter/writeISO8601(_:)``).
     public static func appendISO8601(_ milliseconds: Int64, to output: inout [UInt8]) {
-        let millis = Int(((milliseconds % 1000) + 1000) % 1000)
-        let seconds = (milliseconds - Int64(millis)) / 1000
-        var days = seconds / 86_400
-        var secondOfDay = Int(seconds % 86_400)
-        if secondOfDay < 0 {
-            secondOfDay += 86_400
-            days -= 1
-        }
-        let date = civilDate(daysSinceEpoch: days)
-        appendDigits(Int(clamping: date.year), width: 4, to: &output)
-        appendDigits(date.month, width: 2, prefix: UInt8(ascii: "-"), to: &output)
-        appendDigits(date.day, width: 2, prefix: UInt8(ascii: "-"), to: &output)
-        appendDigits(secondOfDay / 3600, width: 2, prefix: UInt8(ascii: "T"), to: &output)
-        appendDigits(secondOfDay / 60 % 60, width: 2, prefix: UInt8(ascii: ":"), to: &output)
-        appendDigits(secondOfDay % 60, width: 2, prefix: UInt8(ascii: ":"), to: &output)
-        appendDigits(millis, width: 3, prefix: UInt8(ascii: "."), to: &output)
-        output.append(UInt8(ascii: "Z"))
+        output.appendWriting(maxBytes: ByteWriter.iso8601MaxBytes) { $0.writeISO8601(milliseconds) }
     }
 
     /// Year, month (1–12) and day (1–31) of a day count from 1970-01-01 (H. Hinnant's
@@ -69,17 +52,47 @@ public enum Timestamp {
         let month = Int(monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9)
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
+}
 
-    /// Appends `prefix` (if any), then a non-negative number with leading zeros to at least
+extension ByteWriter {
+    /// The most bytes `writeISO8601` writes: a nine-digit year (the range of `Int64`
+    /// milliseconds) and the 20 characters after it.
+    public static let iso8601MaxBytes = 32
+
+    /// `2026-11-29T23:59:59.123Z` for a millisecond Unix time, without building strings (it runs
+    /// once per published result): the calendar date by arithmetic (proleptic Gregorian, as
+    /// `gmtime_r`, which takes glibc's time zone lock on every call).
+    public mutating func writeISO8601(_ milliseconds: Int64) {
+        let millis = Int(((milliseconds % 1000) + 1000) % 1000)
+        // Floor division, without the subtraction that would overflow near Int64.min.
+        let seconds = milliseconds / 1000 - (milliseconds < 0 && millis != 0 ? 1 : 0)
+        var days = seconds / 86_400
+        var secondOfDay = Int(seconds % 86_400)
+        if secondOfDay < 0 {
+            secondOfDay += 86_400
+            days -= 1
+        }
+        let date = Timestamp.civilDate(daysSinceEpoch: days)
+        writeDigits(Int(clamping: date.year), width: 4)
+        writeDigits(date.month, width: 2, prefix: UInt8(ascii: "-"))
+        writeDigits(date.day, width: 2, prefix: UInt8(ascii: "-"))
+        writeDigits(secondOfDay / 3600, width: 2, prefix: UInt8(ascii: "T"))
+        writeDigits(secondOfDay / 60 % 60, width: 2, prefix: UInt8(ascii: ":"))
+        writeDigits(secondOfDay % 60, width: 2, prefix: UInt8(ascii: ":"))
+        writeDigits(millis, width: 3, prefix: UInt8(ascii: "."))
+        write(UInt8(ascii: "Z"))
+    }
+
+    /// Writes `prefix` (if any), then a non-negative number with leading zeros to at least
     /// `width` digits.
-    private static func appendDigits(_ value: Int, width: Int, prefix: UInt8? = nil, to output: inout [UInt8]) {
-        if let prefix { output.append(prefix) }
+    private mutating func writeDigits(_ value: Int, width: Int, prefix: UInt8? = nil) {
+        if let prefix { write(prefix) }
         var divisor = 1
         for _ in 1..<width { divisor *= 10 }
         var rest = max(0, value)
         while divisor <= rest / 10 { divisor *= 10 }
         while divisor > 0 {
-            output.append(UInt8(ascii: "0") &+ UInt8(rest / divisor))
+            write(UInt8(ascii: "0") &+ UInt8(rest / divisor))
             rest %= divisor
             divisor /= 10
         }

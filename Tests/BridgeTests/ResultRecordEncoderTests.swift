@@ -101,6 +101,7 @@ import Testing
                                                                   reason: "BadDeviceToken", requestID: "r",
                                                                   observedAtMilliseconds: 0), to: &second)
         #expect(isNull(try object(second)["unregistered_at"]))
+        #expect(try object(second)["environment"] as? String == "production")
     }
 
     @Test func deadLetterWithUTF8Original() throws {

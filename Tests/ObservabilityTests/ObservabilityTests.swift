@@ -63,6 +63,28 @@ import Testing
         }
     }
 
+    @Test func byteWriterBoundsHoldForTheLargestValues() {
+        var bytes: [UInt8] = Array("kept".utf8)
+        for value in [Int64.min, Int64.max, 0, -1, 9, 10] {
+            bytes.appendWriting(maxBytes: ByteWriter.integerMaxBytes) { $0.writeInteger(value) }
+            bytes.append(UInt8(ascii: " "))
+        }
+        bytes.appendWriting(maxBytes: ByteWriter.integerMaxBytes) { $0.writeUnsigned(.max) }
+        #expect(String(decoding: bytes, as: UTF8.self)
+            == "kept-9223372036854775808 9223372036854775807 0 -1 9 10 18446744073709551615")
+        // Every byte a six-byte escape: the bound is exact, and nothing past it is kept.
+        let controls = String(decoding: [UInt8](repeating: 0x01, count: 50), as: UTF8.self)
+        var quoted: [UInt8] = []
+        quoted.appendWriting(maxBytes: ByteWriter.quotedMaxBytes(controls)) { $0.writeQuoted(controls) }
+        #expect(quoted.count == ByteWriter.quotedMaxBytes(controls))
+        var unused: [UInt8] = [1, 2]
+        unused.appendWriting(maxBytes: 100) { $0.write("ab") }
+        #expect(unused == [1, 2, UInt8(ascii: "a"), UInt8(ascii: "b")])
+        // The farthest times a millisecond Int64 can name fit the timestamp's bound.
+        #expect(Timestamp.iso8601(.max).hasSuffix(".807Z"))
+        #expect(Timestamp.iso8601(.min).hasPrefix("0000-"))
+    }
+
     @Test func levelsParseTheirConfigurationNames() {
         #expect(Logger.Level(name: "warning") == .warning)
         #expect(Logger.Level(name: "verbose") == nil)

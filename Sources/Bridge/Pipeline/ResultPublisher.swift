@@ -78,16 +78,14 @@ final class ResultPublisher: ResultSink {
 
     /// Publishes one result on the results topic, keyed by the request id.
     func publishResult(_ result: PushResult, context: RequestContext) {
-        var value: [UInt8] = []
-        value.reserveCapacity(384)
+        var value: [UInt8] = []  // sized by the encoder
         ResultRecordEncoder.appendResult(result, to: &value)
         produce(topic: resultsTopic, key: context.requestIDBytes, value: value, headers: context.requestIDHeader, context: context)
     }
 
     /// Publishes one invalid-token record, keyed by the token (log-compactable topic).
     func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext) {
-        var value: [UInt8] = []
-        value.reserveCapacity(256)
+        var value: [UInt8] = []  // sized by the encoder
         ResultRecordEncoder.appendInvalidToken(record, to: &value)
         produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: value, headers: context.requestIDHeader,
                 context: context, countsAsWork: false)

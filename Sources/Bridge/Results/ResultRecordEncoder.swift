@@ -5,130 +5,159 @@ import Observability
 /// Writes the JSON values of output records (contract §3, §4, §5) by appending bytes to a
 /// caller-owned, reusable buffer. No Foundation; strings are escaped with `JSONText.appendQuoted`.
 public enum ResultRecordEncoder {
+    /// Room for a record's literals, integers and timestamp: its strings are counted apart.
+    static let fixedPartMaxBytes = 512
+
     /// Appends a result record (contract §3).
     public static func appendResult(_ result: PushResult, to buffer: inout [UInt8]) {
-        append("{\"request_id\":", to: &buffer)
-        JSONText.appendQuoted(result.requestID, to: &buffer)
-        append(",\"app\":", to: &buffer)
-        JSONText.appendQuoted(result.app, to: &buffer)
-        append(",\"token\":", to: &buffer)
-        JSONText.appendQuoted(result.token, to: &buffer)
-        append(",\"outcome\":\"", to: &buffer)
-        buffer.append(contentsOf: result.outcome.rawValue.utf8)
-        append("\",\"status\":", to: &buffer)
-        appendOptionalInteger(result.status.map(Int64.init), to: &buffer)
-        append(",\"reason\":", to: &buffer)
-        appendOptionalString(result.reason, to: &buffer)
-        append(",\"apns_id\":", to: &buffer)
-        appendOptionalString(result.apnsID, to: &buffer)
-        append(",\"apns_unique_id\":", to: &buffer)
-        appendOptionalString(result.apnsUniqueID, to: &buffer)
-        append(",\"unregistered_at\":", to: &buffer)
-        appendOptionalInteger(result.unregisteredAt, to: &buffer)
-        append(",\"attempts\":", to: &buffer)
-        appendInteger(Int64(result.attempts), to: &buffer)
-        append(",\"latency_ms\":", to: &buffer)
-        if let latency = result.latencyMilliseconds {
-            appendOneDecimal(latency, to: &buffer)
-        } else {
-            append("null", to: &buffer)
+        let strings = ByteWriter.quotedMaxBytes(result.requestID) + ByteWriter.quotedMaxBytes(result.app)
+            + ByteWriter.quotedMaxBytes(result.token) + ByteWriter.quotedMaxBytes(result.source.topic)
+            + (result.reason.map(ByteWriter.quotedMaxBytes) ?? 0) + (result.apnsID.map(ByteWriter.quotedMaxBytes) ?? 0)
+            + (result.apnsUniqueID.map(ByteWriter.quotedMaxBytes) ?? 0)
+        buffer.appendWriting(maxBytes: fixedPartMaxBytes + strings) { writer in
+            writer.write("{\"request_id\":")
+            writer.writeQuoted(result.requestID)
+            writer.write(",\"app\":")
+            writer.writeQuoted(result.app)
+            writer.write(",\"token\":")
+            writer.writeQuoted(result.token)
+            writer.write(",\"outcome\":\"")
+            writer.write(result.outcome.literal)
+            writer.write("\",\"status\":")
+            writer.writeOptionalInteger(result.status.map(Int64.init))
+            writer.write(",\"reason\":")
+            writer.writeOptionalQuoted(result.reason)
+            writer.write(",\"apns_id\":")
+            writer.writeOptionalQuoted(result.apnsID)
+            writer.write(",\"apns_unique_id\":")
+            writer.writeOptionalQuoted(result.apnsUniqueID)
+            writer.write(",\"unregistered_at\":")
+            writer.writeOptionalInteger(result.unregisteredAt)
+            writer.write(",\"attempts\":")
+            writer.writeInteger(Int64(result.attempts))
+            writer.write(",\"latency_ms\":")
+            if let latency = result.latencyMilliseconds {
+                writer.writeOneDecimal(latency)
+            } else {
+                writer.write("null")
+            }
+            writer.write(",\"source\":")
+            writer.writeSource(result.source)
+            writer.write(",\"completed_at\":\"")
+            writer.writeISO8601(result.completedAtMilliseconds)
+            writer.write("\"}")
         }
-        append(",\"source\":", to: &buffer)
-        appendSource(result.source, to: &buffer)
-        append(",\"completed_at\":\"", to: &buffer)
-        Timestamp.appendISO8601(result.completedAtMilliseconds, to: &buffer)
-        append("\"}", to: &buffer)
     }
 
     /// Appends an invalid-token record (contract §4).
     public static func appendInvalidToken(_ record: InvalidTokenRecord, to buffer: inout [UInt8]) {
-        append("{\"token\":", to: &buffer)
-        JSONText.appendQuoted(record.token, to: &buffer)
-        append(",\"app\":", to: &buffer)
-        JSONText.appendQuoted(record.app, to: &buffer)
-        append(",\"topic\":", to: &buffer)
-        JSONText.appendQuoted(record.topic, to: &buffer)
-        append(",\"environment\":\"", to: &buffer)
-        buffer.append(contentsOf: record.environment.rawValue.utf8)
-        append("\",\"reason\":", to: &buffer)
-        JSONText.appendQuoted(record.reason, to: &buffer)
-        append(",\"unregistered_at\":", to: &buffer)
-        appendOptionalInteger(record.unregisteredAt, to: &buffer)
-        append(",\"request_id\":", to: &buffer)
-        JSONText.appendQuoted(record.requestID, to: &buffer)
-        append(",\"observed_at\":\"", to: &buffer)
-        Timestamp.appendISO8601(record.observedAtMilliseconds, to: &buffer)
-        append("\"}", to: &buffer)
+        let strings = [record.token, record.app, record.topic, record.reason, record.requestID]
+            .reduce(0) { $0 + ByteWriter.quotedMaxBytes($1) }
+        buffer.appendWriting(maxBytes: fixedPartMaxBytes + strings) { writer in
+            writer.write("{\"token\":")
+            writer.writeQuoted(record.token)
+            writer.write(",\"app\":")
+            writer.writeQuoted(record.app)
+            writer.write(",\"topic\":")
+            writer.writeQuoted(record.topic)
+            writer.write(",\"environment\":\"")
+            writer.write(record.environment.literal)
+            writer.write("\",\"reason\":")
+            writer.writeQuoted(record.reason)
+            writer.write(",\"unregistered_at\":")
+            writer.writeOptionalInteger(record.unregisteredAt)
+            writer.write(",\"request_id\":")
+            writer.writeQuoted(record.requestID)
+            writer.write(",\"observed_at\":\"")
+            writer.writeISO8601(record.observedAtMilliseconds)
+            writer.write("\"}")
+        }
     }
 
     // MARK: Pieces
-
-    static func appendSource(_ source: RecordSource, to buffer: inout [UInt8]) {
-        append("{\"topic\":", to: &buffer)
-        JSONText.appendQuoted(source.topic, to: &buffer)
-        append(",\"partition\":", to: &buffer)
-        appendInteger(Int64(source.partition), to: &buffer)
-        append(",\"offset\":", to: &buffer)
-        appendInteger(source.offset, to: &buffer)
-        buffer.append(UInt8(ascii: "}"))
-    }
 
     @inline(__always)
     static func append(_ text: StaticString, to buffer: inout [UInt8]) {
         buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    static func appendOptionalString(_ value: String?, to buffer: inout [UInt8]) {
-        if let value {
-            JSONText.appendQuoted(value, to: &buffer)
-        } else {
-            append("null", to: &buffer)
+    static func appendSource(_ source: RecordSource, to buffer: inout [UInt8]) {
+        buffer.appendWriting(maxBytes: fixedPartMaxBytes + ByteWriter.quotedMaxBytes(source.topic)) {
+            $0.writeSource(source)
         }
     }
 
-    static func appendOptionalInteger(_ value: Int64?, to buffer: inout [UInt8]) {
-        if let value {
-            appendInteger(value, to: &buffer)
-        } else {
-            append("null", to: &buffer)
-        }
-    }
-
-    /// Decimal digits of `value` (Int64.min included).
-    static func appendInteger(_ value: Int64, to buffer: inout [UInt8]) {
-        if value < 0 { buffer.append(UInt8(ascii: "-")) }
-        appendUnsigned(value.magnitude, to: &buffer)
-    }
-
-    /// Decimal digits of `value`, written right to left on the stack and appended in one copy.
+    /// Decimal digits of `value`.
     static func appendUnsigned(_ value: UInt64, to buffer: inout [UInt8]) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64.max has 20 digits
-        withUnsafeMutableBytes(of: &digits) { bytes in
-            var start = bytes.count
-            var rest = value
-            repeat {
-                start -= 1
-                bytes[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                rest /= 10
-            } while rest > 0
-            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+        buffer.appendWriting(maxBytes: ByteWriter.integerMaxBytes) { $0.writeUnsigned(value) }
+    }
+}
+
+extension PushOutcome {
+    /// The raw value as a literal, written without a `String`.
+    var literal: StaticString {
+        switch self {
+        case .delivered: "delivered"
+        case .rejected: "rejected"
+        case .failed: "failed"
+        case .expired: "expired"
+        case .invalid: "invalid"
+        }
+    }
+}
+
+extension PushEnvironment {
+    /// The raw value as a literal, written without a `String`.
+    var literal: StaticString {
+        switch self {
+        case .production: "production"
+        case .sandbox: "sandbox"
+        }
+    }
+}
+
+extension ByteWriter {
+    /// `{"topic":…,"partition":…,"offset":…}`.
+    mutating func writeSource(_ source: RecordSource) {
+        write("{\"topic\":")
+        writeQuoted(source.topic)
+        write(",\"partition\":")
+        writeInteger(Int64(source.partition))
+        write(",\"offset\":")
+        writeInteger(source.offset)
+        write(UInt8(ascii: "}"))
+    }
+
+    mutating func writeOptionalQuoted(_ value: String?) {
+        if let value {
+            writeQuoted(value)
+        } else {
+            write("null")
+        }
+    }
+
+    mutating func writeOptionalInteger(_ value: Int64?) {
+        if let value {
+            writeInteger(value)
+        } else {
+            write("null")
         }
     }
 
     /// `value` rounded to one decimal place, always written with that decimal (`18.4`, `0.0`);
     /// non-finite values are written `0.0`.
-    static func appendOneDecimal(_ value: Double, to buffer: inout [UInt8]) {
+    mutating func writeOneDecimal(_ value: Double) {
         let scaled = (value * 10).rounded()
         guard scaled.isFinite, abs(scaled) < 9.0e17 else {
-            append("0.0", to: &buffer)
+            write("0.0")
             return
         }
         let tenths = Int64(scaled)
-        if tenths < 0 { buffer.append(UInt8(ascii: "-")) }
+        if tenths < 0 { write(UInt8(ascii: "-")) }
         let magnitude = tenths.magnitude
-        appendUnsigned(magnitude / 10, to: &buffer)
-        buffer.append(UInt8(ascii: "."))
-        buffer.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+        writeUnsigned(magnitude / 10)
+        write(UInt8(ascii: "."))
+        write(UInt8(ascii: "0") + UInt8(magnitude % 10))
     }
 }
 

@@ -1,0 +1,132 @@
+/// Writes text into memory reserved beforehand: the pieces of a JSON record (literals, quoted
+/// strings, integers) are copied without a capacity check and a possible reallocation each, as
+/// `Array.append` does for every piece.
+///
+/// Used through `[UInt8].appendWriting(maxBytes:_:)`, which reserves `maxBytes` and keeps what
+/// was written. Writing past the reservation is a programming error (the caller's bound is
+/// wrong) and stops the process rather than writing out of bounds.
+public struct ByteWriter {
+    @usableFromInline let base: UnsafeMutablePointer<UInt8>
+    @usableFromInline let end: Int
+    /// Bytes written so far, from the start of the reserved region.
+    public var count: Int { written }
+    @usableFromInline var written = 0
+
+    init(start: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        base = start
+        end = capacity
+    }
+
+    @inlinable
+    mutating func reserve(_ byteCount: Int) -> UnsafeMutablePointer<UInt8> {
+        // invariant: the caller's `maxBytes` covers everything it writes; going past it would
+        // write outside the array.
+        precondition(written + byteCount <= end, "ByteWriter: more bytes written than reserved")
+        defer { written += byteCount }
+        return base + written
+    }
+
+    /// One byte.
+    @inlinable
+    public mutating func write(_ byte: UInt8) {
+        reserve(1).pointee = byte
+    }
+
+    /// A literal.
+    @inlinable
+    public mutating func write(_ text: StaticString) {
+        let length = text.utf8CodeUnitCount
+        reserve(length).update(from: text.utf8Start, count: length)
+    }
+
+    /// Raw bytes.
+    public mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count).update(from: source, count: bytes.count)
+    }
+
+    /// The most bytes `writeQuoted(value)` can write: every byte a `\u00XX` escape, and the quotes.
+    public static func quotedMaxBytes(_ value: String) -> Int {
+        value.utf8.count * 6 + 2
+    }
+
+    /// `value` as a quoted JSON string. Runs of bytes that need no escape (all of a token, an id
+    /// or a topic) are copied at once; quotes, backslashes and control characters are escaped.
+    public mutating func writeQuoted(_ value: String) {
+        write(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { bytes in
+            var runStart = 0
+            for index in bytes.indices where bytes[index] < 0x20 || bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "\\") {
+                write(UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                writeEscape(bytes[index])
+                runStart = index + 1
+            }
+            write(UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        }
+        write(UInt8(ascii: "\""))
+    }
+
+    /// The escape sequence of a quote, a backslash or a control character.
+    private mutating func writeEscape(_ byte: UInt8) {
+        write(UInt8(ascii: "\\"))
+        switch byte {
+        case 0x0A: write(UInt8(ascii: "n"))
+        case 0x0D: write(UInt8(ascii: "r"))
+        case 0x09: write(UInt8(ascii: "t"))
+        case 0..<0x20:
+            let digits: StaticString = "0123456789abcdef"
+            write("u00")
+            write(digits.utf8Start[Int(byte >> 4)])
+            write(digits.utf8Start[Int(byte & 0xF)])
+        default: write(byte)
+        }
+    }
+
+    /// The most bytes an integer takes: `-9223372036854775808`.
+    public static let integerMaxBytes = 20
+
+    /// Decimal digits of `value` (Int64.min included).
+    public mutating func writeInteger(_ value: Int64) {
+        if value < 0 { write(UInt8(ascii: "-")) }
+        writeUnsigned(value.magnitude)
+    }
+
+    /// Decimal digits of `value`, written right to left into the reserved bytes.
+    public mutating func writeUnsigned(_ value: UInt64) {
+        var digitCount = 1
+        var scan = value
+        while scan >= 10 {
+            scan /= 10
+            digitCount += 1
+        }
+        let start = reserve(digitCount)
+        var rest = value
+        var position = digitCount
+        repeat {
+            position -= 1
+            start[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        } while rest > 0
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends what `body` writes, at most `maxBytes`, without zero-filling the reservation: an
+    /// empty array is replaced by one written in place; otherwise the bytes are written to a
+    /// new array first and copied after the existing ones.
+    public mutating func appendWriting(maxBytes: Int, _ body: (inout ByteWriter) -> Void) {
+        guard maxBytes > 0 else { return }
+        let written = [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, initializedCount in
+            // invariant: a capacity above zero was asked for, so the storage exists.
+            var writer = ByteWriter(start: buffer.baseAddress!, capacity: maxBytes)
+            body(&writer)
+            initializedCount = writer.count
+        }
+        if isEmpty {
+            self = written
+        } else {
+            append(contentsOf: written)
+        }
+    }
+}
