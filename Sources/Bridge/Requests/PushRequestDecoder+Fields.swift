@@ -121,20 +121,27 @@ extension PushRequestDecoder {
                 throw DeadLetter(code: .tooManyTokens,
                                  detail: "field \"tokens\": \(list.count) tokens, at most \(maxTokensPerRequest) are allowed")
             }
-            var seenValid = Set<String>(minimumCapacity: list.count)
+            // Duplicates are dropped: by comparing with the few kept so far in short lists (most
+            // requests have one token), through sets in long ones.
+            let usesSets = list.count > Self.linearDuplicateCheckLimit
+            var seenValid = usesSets ? Set<String>(minimumCapacity: list.count) : []
             var seenInvalid = Set<String>()
             result.valid.reserveCapacity(list.count)
             for (index, element) in list.elements.enumerated() {
                 guard let text = element.stringValue else { throw invalid("tokens[\(index)]", "must be a string") }
                 if let normalized = Self.normalizedToken(text) {
-                    if seenValid.insert(normalized).inserted { result.valid.append(normalized) }
-                } else if seenInvalid.insert(text).inserted {
+                    let isNew = usesSets ? seenValid.insert(normalized).inserted : !result.valid.contains(normalized)
+                    if isNew { result.valid.append(normalized) }
+                } else if usesSets ? seenInvalid.insert(text).inserted : !result.invalid.contains(text) {
                     result.invalid.append(text)
                 }
             }
         }
         return result
     }
+
+    /// Token lists up to this long are checked for duplicates by comparison, longer ones by hashing.
+    static let linearDuplicateCheckLimit = 8
 
     /// The lower-cased token if it is an even number (64–200) of hex digits, else nil.
     static func normalizedToken(_ text: String) -> String? {
