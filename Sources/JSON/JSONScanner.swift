@@ -34,7 +34,9 @@ struct JSONScannerState {
     init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
-        nodes.reserveCapacity(16)
+        // About one node per six bytes in push requests (keys, short strings, small objects):
+        // one allocation for most documents instead of growing from 16, capped for large ones.
+        nodes.reserveCapacity(max(16, min(bytes.count / 6, 1024)))
     }
 
     mutating func parseDocument() throws(JSONError) {

@@ -14,7 +14,9 @@ public final class CounterTable: @unchecked Sendable {
 
     /// Number of cells.
     public let count: Int
-    private let cells: UnsafeMutablePointer<AtomicLazyReference<Box>>
+    /// Each cell: 0, or the address of its `Box`, retained once by the table until `deinit`.
+    /// (A plain atomic word: `AtomicLazyReference.load()` cost some 700 instructions a call.)
+    private let cells: UnsafeMutablePointer<Atomic<UInt>>
     private let make: @Sendable (Int) -> Counter
 
     /// A table of `count` cells; `make(index)` creates the counter of a cell on first use.
@@ -23,11 +25,17 @@ public final class CounterTable: @unchecked Sendable {
         self.make = make
         cells = .allocate(capacity: count)
         for index in 0..<count {
-            (cells + index).initialize(to: AtomicLazyReference())
+            (cells + index).initialize(to: Atomic(0))
         }
     }
 
     deinit {
+        for index in 0..<count {
+            let bits = cells[index].load(ordering: .acquiring)
+            if let address = UnsafeRawPointer(bitPattern: bits) {
+                Unmanaged<Box>.fromOpaque(address).release()
+            }
+        }
         cells.deinitialize(count: count)
         cells.deallocate()
     }
@@ -36,7 +44,21 @@ public final class CounterTable: @unchecked Sendable {
     @inline(__always)
     public func counter(at index: Int) -> Counter {
         precondition(index >= 0 && index < count, "counter table index out of range")  // invariant: callers map to 0..<count
-        if let box = cells[index].load() { return box.counter }
-        return cells[index].storeIfNil(Box(make(index))).counter
+        if let address = UnsafeRawPointer(bitPattern: cells[index].load(ordering: .acquiring)) {
+            return Unmanaged<Box>.fromOpaque(address).takeUnretainedValue().counter
+        }
+        return create(at: index)
+    }
+
+    /// First use of a cell: publishes a new box, or takes the one another thread published first.
+    private func create(at index: Int) -> Counter {
+        let box = Unmanaged.passRetained(Box(make(index)))
+        let bits = UInt(bitPattern: box.toOpaque())
+        let (stored, existing) = cells[index].compareExchange(
+            expected: 0, desired: bits, ordering: .acquiringAndReleasing)
+        if stored { return box.takeUnretainedValue().counter }
+        box.release()
+        // invariant: the exchange failed, so the cell holds another thread's non-zero box address.
+        return Unmanaged<Box>.fromOpaque(UnsafeRawPointer(bitPattern: existing)!).takeUnretainedValue().counter
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Metrics
+import Synchronization
 import Testing
 
 @Suite struct MetricsRegistryTests {
@@ -115,6 +116,28 @@ import Testing
         #expect(counter.value == 80_000)
         #expect(histogram.count == 80_000)
         #expect(histogram.sum == 40_000)
+    }
+
+    @Test func counterTableCellsAreMadeOnceAndOnlyWhenUsed() async {
+        let registry = MetricsRegistry()
+        final class MadeCount: Sendable { let value = Atomic<Int>(0) }
+        let made = MadeCount()
+        let table = CounterTable(count: 4) { index in
+            made.value.add(1, ordering: .relaxed)
+            return Counter(label: "answers_total", dimensions: [("cell", "\(index)")], registry: registry)
+        }
+        // Eight threads race for the first use of the same cell: every increment lands in one series.
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<1_000 { table.counter(at: 2).increment() }
+                }
+            }
+        }
+        #expect(table.counter(at: 2).value == 8_000)
+        #expect(made.value.load(ordering: .relaxed) >= 1)  // a losing thread's spare counter is made, then dropped
+        #expect(registry.render().contains("answers_total{cell=\"2\"} 8000"))
+        #expect(!registry.render().contains("cell=\"0\""))  // unused cells have no series
     }
 }
 
