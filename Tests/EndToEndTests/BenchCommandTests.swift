@@ -8,25 +8,26 @@ import Testing
 struct BenchCommandTests {
     @Test func smallRunWithoutH2LoadCompletesAndReportsTheNotificationCount() throws {
         let (status, output, errorOutput) = try BridgeBinary.run([
-            "bench", "--requests", "200", "--tokens-per-request", "2", "--skip-h2load",
+            // Enough work that the peak window spans several of the kernel's 10-ms CPU ticks.
+            "bench", "--requests", "1000", "--tokens-per-request", "2", "--skip-h2load",
         ])
         #expect(status == 0, "\(output)\n\(errorOutput)")
         let json = try Self.finalJSON(output)
         #expect(json["complete"] as? Bool == true)
-        #expect(json["notifications"] as? Int == 400)
-        #expect(json["results"] as? Int == 400)
-        #expect(json["delivered"] as? Int == 400)
+        #expect(json["notifications"] as? Int == 2_000)
+        #expect(json["results"] as? Int == 2_000)
+        #expect(json["delivered"] as? Int == 2_000)
         // Warm-up, peak and paced requests: every one committed by the bridge process.
         let produced = try #require(json["produced_records"] as? Int)
-        #expect(produced >= 400)
+        #expect(produced >= 2_000)
         #expect(json["committed_offsets"] as? Int == produced)
         #expect(json["bridge_exit_codes"] as? [Int] == [0])
         #expect(json["h2load_requests"] is NSNull)
         // The bridge's CPU comes from its own process, which did the work.
         #expect((json["bridge_cpu_seconds"] as? Double ?? 0) > 0)
         #expect((json["max_rss_mb"] as? Double ?? 0) > 0)
-        // The paced run measured the time the bridge adds for its 200 requests.
-        #expect(json["paced_results"] as? Int == 400)
+        // The paced run measured the time the bridge adds for its 1,000 requests.
+        #expect(json["paced_results"] as? Int == 2_000)
         #expect(json["added_ms_p50"] as? Double != nil && json["added_ms_p99"] as? Double != nil)
     }
 
