@@ -77,7 +77,7 @@ public enum BenchmarkRunner {
         let yaml = environment.configurationYAML(
             groupID: groupID, connections: settings.connections, exactlyOnce: settings.exactlyOnce,
             extra: "limits: {max_in_flight: \(settings.maxInFlight), max_tokens_per_request: \(max(settings.tokensPerRequest, 100))}\nlog: {level: \(settings.bridgeLogLevel), format: text}",
-            consumer: settings.bridgeConsumerProperties
+            consumer: settings.bridgeConsumerProperties, lingerMilliseconds: nil  // the producer as users run it
         )
         let bridges = try (1...settings.instances).map {
             try BridgeProcess(executable: settings.executable, yaml: yaml, instanceID: "bench-instance-\($0)",

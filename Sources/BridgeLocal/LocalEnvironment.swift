@@ -59,11 +59,16 @@ public final class LocalEnvironment: @unchecked Sendable {
     /// verbatim at the top level (e.g. `limits:` or `log:` sections); `producer` and `consumer` add
     /// librdkafka producer and consumer properties. `http.listen` takes an ephemeral port, so that bridges of concurrent
     /// runs never compete for 9464.
-    /// `apns` adds lines to the `apns:` section (e.g. `retry: {...}`).
+    /// `apns` adds lines to the `apns:` section (e.g. `retry: {...}`). `lingerMilliseconds` is the
+    /// producer's `linger.ms` (2 for quick tests and demos; nil: the bridge's own default, as users run it).
     public func configurationYAML(groupID: String = "apns-bridge", connections: Int = 2, exactlyOnce: Bool = false,
                                   extra: String = "", producer: [String: String] = [:],
-                                  consumer: [String: String] = [:], apns: String = "") -> String {
-        let producerLines = producer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
+                                  consumer: [String: String] = [:], apns: String = "",
+                                  lingerMilliseconds: Int? = 2) -> String {
+        var producer = producer
+        if let lingerMilliseconds { producer["linger.ms"] = "\(lingerMilliseconds)" }
+        let producerSection = producer.isEmpty ? "" : "\n  producer:" + producer.sorted(by: { $0.key < $1.key })
+            .map { "\n    \($0.key): \($0.value)" }.joined()
         let consumerLines = consumer.sorted(by: { $0.key < $1.key }).map { "\n    \($0.key): \($0.value)" }.joined()
         return """
         kafka:
@@ -77,9 +82,7 @@ public final class LocalEnvironment: @unchecked Sendable {
           consumer:
             session.timeout.ms: 6000
             heartbeat.interval.ms: 500
-            auto.commit.interval.ms: 200\(consumerLines)
-          producer:
-            linger.ms: 2\(producerLines)
+            auto.commit.interval.ms: 200\(consumerLines)\(producerSection)
         apns:
           production_url: https://127.0.0.1:\(simulator.port)
           sandbox_url: https://127.0.0.1:\(simulator.port)
