@@ -125,6 +125,23 @@ import Testing
         #expect(recorder.all.isEmpty)
     }
 
+    @Test func aQueueThatIsNeverDrainedFreesItselfAndItsPartitions() {
+        weak var weakQueue: OffsetStoreQueue?
+        weak var weakProgress: PartitionProgress?
+        do {
+            let queue = OffsetStoreQueue { _, _ in }
+            let progress = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: queue)
+            #expect(progress.track(0))
+            context(0, progress).release()
+            #expect(queue.count == 1)  // queued, never stored (as in the one-shot `send`)
+            weakQueue = queue
+            weakProgress = progress
+        }
+        // The queue holds the partition; the partition refers to the queue weakly: no cycle.
+        #expect(weakQueue == nil)
+        #expect(weakProgress == nil)
+    }
+
     @Test func aRevokeRacingLateCompletionsNeverStoresAfterItReturns() async {
         for _ in 0..<20 {
             let revokeReturned = Locked(false)

@@ -10,7 +10,10 @@ import Observability
 /// per record: with a poll of a thousand records over a few dozen partitions, a few dozen calls
 /// instead of a thousand.
 ///
-/// The offset is stored under the partition's lock (``PartitionProgress/storeQueuedOffset()``),
+/// A partition refers to its queue weakly (the queue holds the partitions queued in it), so a
+/// queue that is never drained is freed with what it holds.
+///
+/// The offset is stored under the partition's lock (``PartitionProgress/storeQueuedOffset(_:)``),
 /// so the guarantee of `revoke()` holds whichever thread stores: once it returns, nothing of that
 /// partition is stored again. librdkafka commits stored offsets every `auto.commit.interval.ms`
 /// and on close; the pipeline stores what is queued before each of those can matter (each loop
@@ -37,7 +40,7 @@ final class OffsetStoreQueue: Sendable {
         var taken: [PartitionProgress] = []
         queued.withLock { swap(&taken, &$0) }
         for progress in taken {
-            progress.storeQueuedOffset()
+            progress.storeQueuedOffset(store)
         }
     }
 }

@@ -116,22 +116,28 @@ final class PartitionProgress: Sendable {
     }
 
     let topicPartition: KafkaTopicPartition
-    private let completion: Completion
+    private let isTransactional: Bool
+    /// At least once: where a grown committable offset is queued. Weak: the queue holds the
+    /// partitions queued in it, so a strong reference back would make a cycle that leaks
+    /// whenever a queue is not drained (the one-shot `send` never drains its own).
+    private weak let storeQueue: OffsetStoreQueue?
     private let state = Locked(State())
 
     init(topicPartition: KafkaTopicPartition, completion: Completion) {
         self.topicPartition = topicPartition
-        self.completion = completion
+        switch completion {
+        case .storeOffsets(let queue):
+            isTransactional = false
+            storeQueue = queue
+        case .transactional:
+            isTransactional = true
+            storeQueue = nil
+        }
     }
 
     /// At least once: grown committable offsets are stored through `storeQueue`.
     convenience init(topicPartition: KafkaTopicPartition, storeQueue: OffsetStoreQueue) {
         self.init(topicPartition: topicPartition, completion: .storeOffsets(storeQueue))
-    }
-
-    private var isTransactional: Bool {
-        if case .transactional = completion { return true }
-        return false
     }
 
     /// Registers an offset in consumption order.
@@ -197,31 +203,29 @@ final class PartitionProgress: Sendable {
     /// Marks an offset complete: stores the grown committable prefix (at least once), or lets
     /// the record's outputs be released in their turn (exactly once).
     func complete(_ offset: Int64) {
-        switch completion {
-        case .transactional:
+        guard !isTransactional else {
             state.withLock { $0.sequencer.complete(offset) }
-        case .storeOffsets(let queue):
-            let queueNow = state.withLock { state in
-                state.tracker.complete(offset)
-                guard !state.isRevoked, !state.isQueuedForStore, state.tracker.hasCommittableOffset else { return false }
-                state.isQueuedForStore = true
-                return true
-            }
-            if queueNow {
-                queue.enqueue(self)
-            }
+            return
+        }
+        let queueNow = state.withLock { state in
+            state.tracker.complete(offset)
+            guard !state.isRevoked, !state.isQueuedForStore, state.tracker.hasCommittableOffset else { return false }
+            state.isQueuedForStore = true
+            return true
+        }
+        if queueNow {
+            storeQueue?.enqueue(self)  // no queue any more: nothing is committed (the pipeline is gone)
         }
     }
 
     /// At least once (``OffsetStoreQueue``): stores the committable offset if it grew since the
     /// last store and the partition is not revoked. The store happens under the lock, so it can
     /// never follow a `revoke()` that has returned.
-    func storeQueuedOffset() {
-        guard case .storeOffsets(let queue) = completion else { return }
+    func storeQueuedOffset(_ store: (KafkaTopicPartition, Int64) -> Void) {
         state.withLock { state in
             state.isQueuedForStore = false
             if let next = state.tracker.committableNextOffset(), !state.isRevoked {
-                queue.store(topicPartition, next)
+                store(topicPartition, next)
             }
         }
     }
