@@ -45,6 +45,8 @@ public final class EventLoop: @unchecked Sendable {
     private var nextGeneration: UInt32 = 1
     private var timers = TimerHeap()
     private var spareTasks: [@Sendable () -> Void] = []
+    /// `epoll_pwait2` works on this kernel (set false at its first ENOSYS).
+    private var hasPreciseWait = true
     private var flushQueue: [EventLoopFlushable] = []
     private var spareFlushQueue: [EventLoopFlushable] = []
     private let events: UnsafeMutablePointer<epoll_event>
@@ -178,7 +180,7 @@ public final class EventLoop: @unchecked Sendable {
         while true {
             let (timeout, stopping) = nextTimeout()
             if stopping { break }
-            let count = epoll_wait(epollFD, events, Self.maxEvents, timeout)
+            let count = wait(timeoutNanoseconds: timeout)
             if count < 0 && errno != EINTR {
                 logger.error("epoll_wait failed", metadata: ["loop": name, "errno": "\(errno)"])
             }
@@ -208,16 +210,30 @@ public final class EventLoop: @unchecked Sendable {
         flushQueue.removeAll()
     }
 
-    /// The epoll timeout in milliseconds: 0 when tasks are queued, else until the earliest timer.
-    private func nextTimeout() -> (Int32, Bool) {
+    /// The wait's timeout in nanoseconds: 0 when tasks are queued, else until the earliest timer
+    /// (-1: no timer, wait for an event).
+    private func nextTimeout() -> (Int64, Bool) {
         let (hasTasks, stopping) = state.withLock { (!$0.tasks.isEmpty, $0.stopping) }
         if stopping { return (0, true) }
         if hasTasks || !flushQueue.isEmpty { return (0, false) }
         guard let deadline = timers.earliestDeadline else { return (-1, false) }
         let now = monotonicNanoseconds()
         if deadline <= now { return (0, false) }
-        let milliseconds = (deadline - now + 999_999) / 1_000_000
-        return (Int32(min(milliseconds, UInt64(Int32.max))), false)
+        return (Int64(min(deadline - now, UInt64(Int64.max))), false)
+    }
+
+    /// Waits for events up to `timeoutNanoseconds` (-1: without limit). `epoll_pwait2` takes the
+    /// timeout to the nanosecond, so a timer fires when it is due, not at the next millisecond
+    /// (a 50-ms answer delay or a PING deadline would otherwise run up to 1 ms late); kernels
+    /// without it (before Linux 5.11) get `epoll_wait` with the timeout rounded up to milliseconds.
+    private func wait(timeoutNanoseconds: Int64) -> Int32 {
+        if hasPreciseWait {
+            let count = apns_epoll_wait_nanoseconds(epollFD, events, Self.maxEvents, timeoutNanoseconds)
+            guard count < 0, errno == ENOSYS else { return count }
+            hasPreciseWait = false
+        }
+        let milliseconds = timeoutNanoseconds < 0 ? -1 : (timeoutNanoseconds + 999_999) / 1_000_000
+        return epoll_wait(epollFD, events, Self.maxEvents, Int32(min(milliseconds, Int64(Int32.max))))
     }
 
     private func dispatch(count: Int) {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CNGHTTP2  // `timespec`: the shim's system headers define it for this module too
 import Synchronization
 
 /// A handle to a task scheduled with ``EventLoop/schedule(afterNanoseconds:_:)``.

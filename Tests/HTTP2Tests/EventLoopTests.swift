@@ -40,6 +40,32 @@ import Observability
         #expect(fired.withLock { $0 } == ["0ms", "10ms", "30ms"])
     }
 
+    /// The loop waits with a nanosecond timeout (`epoll_pwait2`, Linux 5.11 and later): a timer
+    /// due in 200 µs fires then, not at the next whole millisecond. The smallest delay of twenty
+    /// such timers in a row is below a millisecond even on a busy machine; with a millisecond
+    /// timeout every one of them waits at least 1 ms.
+    @Test(.timeLimit(.minutes(1)))
+    func aTimerDueWithinAMillisecondFiresBeforeIt() async throws {
+        let loop = try EventLoop(name: "test-precise")
+        defer { loop.shutdown() }
+        let delays = Locked<[UInt64]>([])
+        @Sendable func scheduleNext() {
+            let scheduledAt = Timestamp.monotonicNanoseconds()
+            loop.schedule(afterNanoseconds: 200_000) {
+                let count = delays.withLock { delays in
+                    delays.append(Timestamp.monotonicNanoseconds() - scheduledAt)
+                    return delays.count
+                }
+                if count < 20 { scheduleNext() }
+            }
+        }
+        loop.execute { scheduleNext() }
+        #expect(await eventually { delays.withLock { $0.count } == 20 })
+        let delaysNow = delays.withLock { $0 }
+        #expect(delaysNow.allSatisfy { $0 >= 200_000 }, "a timer fired early: \(delaysNow)")
+        #expect(delaysNow.min()! < 900_000, "every timer waited for the next millisecond: \(delaysNow)")
+    }
+
     @Test func shutdownIsIdempotentAndGroupsHandOutLoopsRoundRobin() throws {
         let group = try EventLoopGroup(threads: 2, name: "test-group")
         let first = group.next(), second = group.next(), third = group.next()

@@ -204,7 +204,7 @@ final class PartitionProgress: Sendable {
     /// the record's outputs be released in their turn (exactly once).
     func complete(_ offset: Int64) {
         guard !isTransactional else {
-            state.withLock { $0.sequencer.complete(offset) }
+            _ = state.withLock { $0.sequencer.complete(offset) }  // false: not pending or already complete
             return
         }
         let queueNow = state.withLock { state in
