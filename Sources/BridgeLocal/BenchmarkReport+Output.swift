@@ -9,7 +9,7 @@ extension BenchmarkReport {
             lines.append("h2load reference: \(h2load.total) requests in \(Self.format(h2load.seconds, 2)) s = \(Self.format(h2load.requestsPerSecond, 0)) req/s, CPU \(h2load.cpuMicrosecondsPerRequest.map { Self.format($0, 1) } ?? "-") µs per request (2xx \(h2load.status2xx), 4xx \(h2load.status4xx), 5xx \(h2load.status5xx), failed \(h2load.failed), errored \(h2load.errored))")
         }
         lines.append("warm-up: \(Self.format(startupSeconds, 2)) s (instances started, group joined, connections up; not measured)")
-        lines.append("peak run: produced in \(Self.format(produceSeconds, 2)) s; window \(Self.format(windowSeconds, 2)) s first → last result (observer saw \(Self.format(observedWindowSeconds, 2)) s)")
+        lines.append("peak run: produced in \(Self.format(produceSeconds, 2)) s; window \(Self.format(windowSeconds, 2)) s first → last result (read afterwards in \(Self.format(observedWindowSeconds, 2)) s)")
         lines.append("throughput: \(Self.format(notificationsPerSecond, 0)) notifications/s, \(Self.format(requestsPerSecond, 0)) requests/s"
             + (shareOfH2Load.map { " (\(Self.format($0 * 100, 1)) % of h2load)" } ?? ""))
         lines.append("bridge CPU: \(Self.format(bridgeCPUSeconds, 2)) s = \(Self.format(bridgeCPUMicrosecondsPerNotification, 1)) µs per notification (the `apns-bridge run` process(es) only)"

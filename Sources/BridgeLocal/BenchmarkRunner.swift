@@ -97,10 +97,18 @@ public enum BenchmarkRunner {
         let selfBefore = ProcessCPUTimes.sample()
         let before = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
         progress("peak run: producing \(workload.records.count) requests (\(workload.expectedResults) notifications)")
+        // The observer reads the results once the bridge has finished them, as in the paced run
+        // below: its fetches, and the mock broker serving them, would otherwise take CPU from the
+        // bridge on this machine. The window comes from the results' Kafka timestamps either way.
+        let observed = try observer.assignment()
+        try observer.pause(observed)
         var phase = Timestamp.monotonicNanoseconds()
         try environment.produceRequests(workload.records)
         produced += workload.records.count
         report.produceSeconds = seconds(since: phase)
+        waitUntilFinished(bridges, expected: workload.expectedResults, after: before.reduce(0) { $0 + $1.finished },
+                          idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
+        try observer.resume(observed)
         let peak = collect(observer: observer, prefix: workload.idPrefix, expected: workload.expectedResults,
                            bridges: bridges, idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
         let after = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
@@ -190,6 +198,33 @@ public enum BenchmarkRunner {
         report.startupSeconds = seconds(since: phase)
         progress("warm-up done in \(BenchmarkReport.format(report.startupSeconds, 2)) s (group joined, connections up)")
         return produced
+    }
+
+    /// Waits until the instances together finished `expected` notifications more than `base`
+    /// (their `apns_bridge_notifications_total`, read ten times a second), one of them ended, or
+    /// the count did not grow for `idleTimeoutSeconds`.
+    private static func waitUntilFinished(_ bridges: [BridgeProcess], expected: Int, after base: Int,
+                                          idleTimeoutSeconds: Double, progress: @Sendable (String) -> Void) {
+        var last = -1
+        var lastGrowth = Timestamp.monotonicNanoseconds()
+        var lastProgress = lastGrowth
+        while bridges.allSatisfy({ $0.child.isRunning }) {
+            let finished = bridges.reduce(0) { $0 + ($1.finishedNotifications() ?? 0) } - base
+            if finished >= expected { return }
+            let now = Timestamp.monotonicNanoseconds()
+            if finished > last {
+                last = finished
+                lastGrowth = now
+            } else if Double(now - lastGrowth) / 1e9 >= idleTimeoutSeconds {
+                progress("no notification finished for \(Int(idleTimeoutSeconds)) s: reading what there is")
+                return
+            }
+            if now - lastProgress >= 1_000_000_000 {
+                lastProgress = now
+                progress("  finished \(finished)/\(expected)")
+            }
+            usleep(100_000)
+        }
     }
 
     private static func seconds(since start: UInt64) -> Double {
