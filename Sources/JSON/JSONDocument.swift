@@ -28,14 +28,28 @@ struct JSONNode: Sendable {
 /// Values are not materialised: strings are decoded and numbers converted only when asked
 /// (``JSONValue/stringValue``, ``JSONValue/int64Value``), and any value's exact input bytes are
 /// available as ``JSONValue/rawBytes`` so that a sub-object can be forwarded byte for byte.
+///
+/// The bytes and the tape live in one object, so each ``JSONValue`` (which carries its document)
+/// holds one reference, not two: walking a document copies values often.
 public struct JSONDocument: Sendable {
+    private final class Storage: Sendable {
+        let bytes: [UInt8]
+        let nodes: [JSONNode]
+
+        init(bytes: [UInt8], nodes: [JSONNode]) {
+            self.bytes = bytes
+            self.nodes = nodes
+        }
+    }
+
+    private let storage: Storage
+
     /// The input the document was parsed from.
-    public let bytes: [UInt8]
-    let nodes: [JSONNode]
+    public var bytes: [UInt8] { storage.bytes }
+    var nodes: [JSONNode] { storage.nodes }
 
     init(bytes: [UInt8], nodes: [JSONNode]) {
-        self.bytes = bytes
-        self.nodes = nodes
+        storage = Storage(bytes: bytes, nodes: nodes)
     }
 
     /// The top-level value.
