@@ -88,7 +88,7 @@ extension APNsConnectionPool {
     func streamFinished(_ member: Member, _ connection: HTTP2ClientConnection, tag: UInt64,
                         result: Result<HTTP2Response, HTTP2StreamFailure>) {
         loop.preconditionInEventLoop()
-        guard let flight = inFlight.removeValue(forKey: tag) else { return }
+        guard var flight = inFlight.remove(tag: tag) else { return }
         let now = clock.now()
         let answer: APNsAnswer
         switch result {
@@ -113,7 +113,7 @@ extension APNsConnectionPool {
         if case .retry(.expiredProviderToken) = disposition, let generation = flight.tokenGeneration {
             tokenProvider?.reportExpired(generation: generation)
         }
-        switch delivery.streamFinished(flight.entry, answer: answer, disposition: disposition, now: now) {
+        switch delivery.streamFinished(&flight.entry, answer: answer, disposition: disposition, now: now) {
         case .finish(let final):
             finish(flight.entry, final)
         case .retry(let cause, _):

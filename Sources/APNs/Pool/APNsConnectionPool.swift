@@ -95,8 +95,7 @@ final class APNsConnectionPool: @unchecked Sendable {
 
     var delivery: APNsDeliveryStateMachine
     var members: [Member] = []
-    var inFlight: [UInt64: InFlight] = [:]
-    private var nextStreamTag: UInt64 = 1
+    var inFlight = APNsInFlightTable()
     private var rotation = 0
     private var timer: EventLoopTimer?
     private var timerDeadline: Int64?
@@ -224,14 +223,14 @@ final class APNsConnectionPool: @unchecked Sendable {
         var count = 0
         while count < limit, member.room > 0,
               let entry = delivery.nextToSend(now: now, finished: &finishedScratch) {
-            let tag = nextStreamTag
             let request = entry.pending.notification.makeRequest(authorization: authorization?.headerValue)
+            let tag = inFlight.insert(InFlight(entry: entry, sentAt: now.nanoseconds,
+                                               tokenGeneration: authorization?.generation))
             guard connection.submit(request, tag: tag) else {
-                delivery.putBack(entry)
+                // invariant: the tag was inserted just above.
+                delivery.putBack(inFlight.remove(tag: tag)!.entry)
                 break
             }
-            nextStreamTag &+= 1
-            inFlight[tag] = InFlight(entry: entry, sentAt: now.nanoseconds, tokenGeneration: authorization?.generation)
             count += 1
         }
         member.peakActiveStreams = max(member.peakActiveStreams, connection.activeStreams)

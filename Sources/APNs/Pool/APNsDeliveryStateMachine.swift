@@ -65,7 +65,10 @@ struct APNsDeliveryStateMachine {
 
     let configuration: Configuration
     private let jitter: APNsJitterSource
-    private var queue: [Entry] = []
+    /// Waiting notifications from `queueHead` on; the slots before it were moved out (nil), so
+    /// taking an entry moves it instead of copying it (a copy retains each of its strings and
+    /// arrays, and the compaction then releases them).
+    private var queue: [Entry?] = []
     private var queueHead = 0
     private var retries = APNsRetryHeap()
     private var nextSweepAt: Int64?
@@ -110,7 +113,8 @@ struct APNsDeliveryStateMachine {
     /// `expiration` has passed are appended to `finished` on the way.
     mutating func nextToSend(now: APNsInstant, finished: inout [(Entry, APNsDeliveryResult)]) -> Entry? {
         while queueHead < queue.count {
-            let entry = queue[queueHead]
+            // invariant: slots from `queueHead` on hold entries (only `nextToSend` empties them, moving past).
+            let entry = queue[queueHead].take()!
             queueHead += 1
             if entry.hasExpired(unixSeconds: now.unixSeconds) {
                 finished.append((entry, entry.resultWithoutAnotherAttempt))
@@ -134,10 +138,11 @@ struct APNsDeliveryStateMachine {
     }
 
     /// A stream ended with `answer`; `disposition` is `APNsAnswerDisposition.of(answer, …)`.
-    /// A retry is kept here until its time; a final answer is returned to report.
-    mutating func streamFinished(_ entry: Entry, answer: APNsAnswer, disposition: APNsAnswerDisposition,
+    /// A retry is kept here (a copy of `entry`) until its time; a final answer is returned to
+    /// report. `entry` is updated in place (its attempts), so the common final answer copies
+    /// nothing.
+    mutating func streamFinished(_ entry: inout Entry, answer: APNsAnswer, disposition: APNsAnswerDisposition,
                                  now: APNsInstant) -> Decision {
-        var entry = entry
         guard case .retry(let cause) = disposition else {
             entry.attempts += 1
             return .finish(Entry.result(of: answer, attempts: entry.attempts))
@@ -185,7 +190,7 @@ struct APNsDeliveryStateMachine {
 
     /// Shutdown: every notification still here, queued or waiting for a retry.
     mutating func removeAll() -> [Entry] {
-        var all = Array(queue[queueHead...])
+        var all = queue[queueHead...].compactMap { $0 }
         all.append(contentsOf: retries.removeAll())
         queue.removeAll()
         queueHead = 0
@@ -203,10 +208,10 @@ struct APNsDeliveryStateMachine {
 
     private mutating func sweepExpired(now: APNsInstant, into finished: inout [(Entry, APNsDeliveryResult)]) {
         let seconds = now.unixSeconds
-        guard queue[queueHead...].contains(where: { $0.hasExpired(unixSeconds: seconds) }) else { return }
-        var kept: [Entry] = []
+        guard queue[queueHead...].contains(where: { $0?.hasExpired(unixSeconds: seconds) == true }) else { return }
+        var kept: [Entry?] = []
         kept.reserveCapacity(queuedCount)
-        for entry in queue[queueHead...] {
+        for case let entry? in queue[queueHead...] {
             if entry.hasExpired(unixSeconds: seconds) {
                 finished.append((entry, entry.resultWithoutAnotherAttempt))
             } else {

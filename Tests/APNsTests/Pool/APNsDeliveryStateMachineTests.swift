@@ -26,10 +26,10 @@ import Testing
             var finished: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
             finished += machine.tick(now: instant(nanoseconds: now))
             if let result = finished.first?.1 { return (result, causes, delays) }
-            if let entry = machine.nextToSend(now: instant(nanoseconds: now), finished: &finished) {
+            if var entry = machine.nextToSend(now: instant(nanoseconds: now), finished: &finished) {
                 let reply = answer(request)
                 request += 1
-                switch machine.streamFinished(entry, answer: reply,
+                switch machine.streamFinished(&entry, answer: reply,
                                               disposition: .of(reply, afterGoAway: afterGoAway),
                                               now: instant(nanoseconds: now)) {
                 case .finish(let result):
@@ -177,7 +177,8 @@ import Testing
         while let entry = delivery.nextToSend(now: instant(nanoseconds: 0), finished: &finished) { entries.append(entry) }
         for (index, entry) in entries.enumerated() {
             let answer: APNsAnswer = index % 2 == 0 ? Self.unavailable : .failure(.timeout)
-            _ = delivery.streamFinished(entry, answer: answer, disposition: .of(answer, afterGoAway: false),
+            var entry = entry
+            _ = delivery.streamFinished(&entry, answer: answer, disposition: .of(answer, afterGoAway: false),
                                         now: instant(nanoseconds: Int64(index) * millisecond))
         }
         #expect(delivery.retryingCount == 1_000 && delivery.queuedCount == 0)
