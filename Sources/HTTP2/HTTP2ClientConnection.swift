@@ -169,22 +169,45 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// - Returns: false (nothing submitted) when the connection is not ready or no stream slot
     ///   is free.
     public func submit(_ request: HTTP2Request, tag: UInt64) -> Bool {
-        guard state == .ready, let session, streams.count < peerMaxConcurrentStreams,
-              nghttp2_session_check_request_allowed(session) != 0 else { return false }
+        guard canSubmit, let session else { return false }
         let streamID = HeaderBlock.withRequestHeaders(authority: authority, request: request) { block in
-            if request.body.isEmpty {
-                return nghttp2_submit_request(session, nil, block.nameValues, block.count, nil, nil)
-            }
-            var provider = nghttp2_data_provider()
-            provider.read_callback = clientReadRequestBody
-            return nghttp2_submit_request(session, nil, block.nameValues, block.count, &provider, nil)
+            submitRequest(session, block, hasBody: !request.body.isEmpty)
         }
+        return submitted(streamID, tag: tag, body: request.body)
+    }
+
+    /// Submits a POST whose `:path` and headers `writeFields` writes into the header block
+    /// (`fieldCount` fields, `byteCount` bytes of names and values) from the caller's own values,
+    /// with no `HTTP2Request` in between; otherwise as `submit(_:tag:)`.
+    package func submit(tag: UInt64, body: [UInt8], fieldCount: Int, byteCount: Int,
+                        writeFields: (inout HeaderBlock) -> Void) -> Bool {
+        guard canSubmit, let session else { return false }
+        let streamID = HeaderBlock.withRequestHeaders(authority: authority, fieldCount: fieldCount, byteCount: byteCount,
+                                                      writeFields: writeFields) { block in
+            submitRequest(session, block, hasBody: !body.isEmpty)
+        }
+        return submitted(streamID, tag: tag, body: body)
+    }
+
+    private var canSubmit: Bool {
+        guard state == .ready, let session, streams.count < peerMaxConcurrentStreams else { return false }
+        return nghttp2_session_check_request_allowed(session) != 0
+    }
+
+    private func submitRequest(_ session: OpaquePointer, _ block: HeaderBlock, hasBody: Bool) -> Int32 {
+        guard hasBody else { return nghttp2_submit_request(session, nil, block.nameValues, block.count, nil, nil) }
+        var provider = nghttp2_data_provider()
+        provider.read_callback = clientReadRequestBody
+        return nghttp2_submit_request(session, nil, block.nameValues, block.count, &provider, nil)
+    }
+
+    private func submitted(_ streamID: Int32, tag: UInt64, body: [UInt8]) -> Bool {
         guard streamID > 0 else {
             logger.warning("nghttp2_submit_request failed",
                            metadata: ["error": String(cString: nghttp2_strerror(streamID))])
             return false
         }
-        streams[streamID] = Stream(tag: tag, startedAt: monotonicNanoseconds(), requestBody: request.body)
+        streams[streamID] = Stream(tag: tag, startedAt: monotonicNanoseconds(), requestBody: body)
         return true
     }
 

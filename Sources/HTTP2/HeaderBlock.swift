@@ -28,7 +28,7 @@ package struct HeaderBlock {
     package static func size(_ text: StaticString) -> Int { text.utf8CodeUnitCount }
 
     /// Bytes still free in the block.
-    var remainingCapacity: Int { bytes.count - byteCount }
+    package var remainingCapacity: Int { bytes.count - byteCount }
 
     /// Appends a field with a static name (e.g. a pseudo header).
     package mutating func add(_ name: StaticString, _ value: String) {
@@ -36,6 +36,50 @@ package struct HeaderBlock {
         let nameBuffer = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         append(nameBuffer)
         appendField(nameStart: nameStart, nameLength: name.utf8CodeUnitCount, value: value)
+    }
+
+    /// Appends a field whose value is `prefix` followed by `value` (e.g. a path and its last
+    /// segment), without joining them first.
+    package mutating func add(_ name: StaticString, _ prefix: StaticString, _ value: String) {
+        let nameStart = byteCount
+        append(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        let valueStart = byteCount
+        append(UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+        appendString(value)
+        appendNameValue(nameStart: nameStart, nameLength: name.utf8CodeUnitCount, valueStart: valueStart)
+    }
+
+    /// Appends a field whose value is `value` in decimal digits, without making a string of it.
+    package mutating func add(_ name: StaticString, decimal value: Int64) {
+        let nameStart = byteCount
+        append(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        let valueStart = byteCount
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var magnitude = value.magnitude
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if value < 0 {
+                start -= 1
+                digits[start] = UInt8(ascii: "-")
+            }
+            append(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(digits)[start...]))
+        }
+        appendNameValue(nameStart: nameStart, nameLength: name.utf8CodeUnitCount, valueStart: valueStart)
+    }
+
+    /// The bytes `value` takes in decimal digits (with its sign).
+    package static func decimalSize(_ value: Int64) -> Int {
+        var magnitude = value.magnitude
+        var digits = 1
+        while magnitude >= 10 {
+            magnitude /= 10
+            digits += 1
+        }
+        return value < 0 ? digits + 1 : digits
     }
 
     /// Appends a field.
@@ -54,6 +98,11 @@ package struct HeaderBlock {
     private mutating func appendField(nameStart: Int, nameLength: Int, value: String) {
         let valueStart = byteCount
         appendString(value)
+        appendNameValue(nameStart: nameStart, nameLength: nameLength, valueStart: valueStart)
+    }
+
+    /// Records the field whose name and value were just appended.
+    private mutating func appendNameValue(nameStart: Int, nameLength: Int, valueStart: Int) {
         precondition(count < fields.count, "HeaderBlock: more fields than it was sized for")
         // invariant: temporary allocations of capacity >= 1 always have a base address.
         let base = bytes.baseAddress!
@@ -79,24 +128,42 @@ package struct HeaderBlock {
 
 extension HeaderBlock {
     /// Runs `body` with the header block of a POST request: `:method`, `:scheme`, `:authority`,
-    /// `:path`, then the request's headers, in scratch memory sized from exactly those bytes.
+    /// then the `fieldCount` fields of `byteCount` bytes that `writeFields` adds (`:path` and the
+    /// request's headers, written from the caller's own values, with no header array or joined
+    /// strings in between), in scratch memory sized from exactly those bytes.
+    static func withRequestHeaders<Result>(
+        authority: String,
+        fieldCount: Int,
+        byteCount: Int,
+        writeFields: (inout HeaderBlock) -> Void,
+        _ body: (inout HeaderBlock) -> Result
+    ) -> Result {
+        let byteCapacity = size(":method") + size("POST") + size(":scheme") + size("https")
+            + size(":authority") + size(authority) + byteCount
+        return with(fieldCount: 3 + fieldCount, byteCapacity: byteCapacity) { block in
+            block.add(":method", "POST")
+            block.add(":scheme", "https")
+            block.add(":authority", authority)
+            writeFields(&block)
+            return body(&block)
+        }
+    }
+
+    /// Runs `body` with the header block of `request` (see
+    /// `withRequestHeaders(authority:fieldCount:byteCount:writeFields:_:)`).
     static func withRequestHeaders<Result>(
         authority: String,
         request: HTTP2Request,
         _ body: (inout HeaderBlock) -> Result
     ) -> Result {
-        var byteCapacity = size(":method") + size("POST") + size(":scheme") + size("https")
-            + size(":authority") + size(authority) + size(":path") + size(request.path)
+        var byteCount = size(":path") + size(request.path)
         for header in request.headers {
-            byteCapacity += size(header.name) + size(header.value)
+            byteCount += size(header.name) + size(header.value)
         }
-        return with(fieldCount: 4 + request.headers.count, byteCapacity: byteCapacity) { block in
-            block.add(":method", "POST")
-            block.add(":scheme", "https")
-            block.add(":authority", authority)
-            block.add(":path", request.path)
-            for header in request.headers { block.add(header.name, header.value) }
-            return body(&block)
-        }
+        return withRequestHeaders(authority: authority, fieldCount: 1 + request.headers.count, byteCount: byteCount,
+                                  writeFields: { block in
+                                      block.add(":path", request.path)
+                                      for header in request.headers { block.add(header.name, header.value) }
+                                  }, body)
     }
 }

@@ -1,3 +1,4 @@
+import CNGHTTP2
 import HTTP2
 import Testing
 @testable import APNs
@@ -42,6 +43,32 @@ import Testing
             "apns-expiration: 0", "apns-collapse-id: c1", "apns-id: 0e9c4a5e-7f1b-4c3d-9a2e-1b2c3d4e5f60",
             "content-type: application/json",
         ])
+    }
+
+    /// The pool writes the fields straight into the header block; they are the request's.
+    @Test func theHeaderBlockGetsExactlyTheRequestsFields() {
+        let notifications = [
+            APNsNotification(token: sampleToken, pushType: .voip, priority: 5, expiration: 1_900_000_000, collapseID: "c1",
+                             topic: "com.example.chat.voip", apnsID: "0e9c4a5e-7f1b-4c3d-9a2e-1b2c3d4e5f60", payload: [0x7B, 0x7D]),
+            APNsNotification(token: sampleToken, topic: sampleTopic, payload: [0x7B, 0x7D]),
+        ]
+        for notification in notifications {
+            for authorization in ["bearer a.b.c", nil] {
+                let request = notification.makeRequest(authorization: authorization)
+                var size = APNsRequestFieldSize()
+                notification.writeRequestFields(into: &size, authorization: authorization)
+                let (remaining, fields) = HeaderBlock.with(fieldCount: size.fieldCount, byteCapacity: size.byteCount) { block in
+                    notification.writeRequestFields(into: &block, authorization: authorization)
+                    let fields = UnsafeBufferPointer(start: block.nameValues, count: block.count).map {
+                        String(decoding: UnsafeBufferPointer(start: $0.name, count: $0.namelen), as: UTF8.self) + ": " +
+                            String(decoding: UnsafeBufferPointer(start: $0.value, count: $0.valuelen), as: UTF8.self)
+                    }
+                    return (block.remainingCapacity, fields)
+                }
+                #expect(remaining == 0)
+                #expect(fields == [":path: \(request.path)"] + request.headers.map { "\($0.name): \($0.value)" })
+            }
+        }
     }
 
     @Test func omitsOptionalHeadersAndAuthorizationForCertificateAuth() {

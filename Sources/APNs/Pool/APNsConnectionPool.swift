@@ -223,14 +223,12 @@ final class APNsConnectionPool: @unchecked Sendable {
         var count = 0
         while count < limit, member.room > 0,
               let entry = delivery.nextToSend(now: now, finished: &finishedScratch) {
-            let request = entry.pending.notification.makeRequest(authorization: authorization?.headerValue)
-            let tag = inFlight.insert(InFlight(entry: entry, sentAt: now.nanoseconds,
-                                               tokenGeneration: authorization?.generation))
-            guard connection.submit(request, tag: tag) else {
-                // invariant: the tag was inserted just above.
-                delivery.putBack(inFlight.remove(tag: tag)!.entry)
+            let tag = inFlight.nextTag
+            guard entry.pending.notification.submit(on: connection, tag: tag, authorization: authorization?.headerValue) else {
+                delivery.putBack(entry)
                 break
             }
+            inFlight.insert(InFlight(entry: entry, sentAt: now.nanoseconds, tokenGeneration: authorization?.generation))
             count += 1
         }
         member.peakActiveStreams = max(member.peakActiveStreams, connection.activeStreams)

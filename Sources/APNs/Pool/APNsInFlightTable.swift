@@ -19,7 +19,15 @@ struct APNsInFlightTable {
     /// Slots ever used: the most notifications on streams at once (for tests).
     var slotCount: Int { slots.count }
 
-    /// Stores `flight` and returns its tag.
+    /// The tag the next `insert` returns (so a stream can carry it before its notification is
+    /// stored).
+    var nextTag: UInt64 {
+        guard let free = freeSlots.last else { return Self.tag(index: slots.count, generation: Slot().generation) }
+        return Self.tag(index: free, generation: slots[free].generation)
+    }
+
+    /// Stores `flight` under `nextTag` and returns that tag.
+    @discardableResult
     mutating func insert(_ flight: consuming APNsConnectionPool.InFlight) -> UInt64 {
         let index: Int
         if let free = freeSlots.popLast() {
@@ -30,7 +38,11 @@ struct APNsInFlightTable {
         }
         slots[index].flight = flight
         count += 1
-        return UInt64(slots[index].generation) << 32 | UInt64(index)
+        return Self.tag(index: index, generation: slots[index].generation)
+    }
+
+    private static func tag(index: Int, generation: UInt32) -> UInt64 {
+        UInt64(generation) << 32 | UInt64(index)
     }
 
     /// Takes the notification of `tag` out; nil for a tag not (or no longer) in the table.

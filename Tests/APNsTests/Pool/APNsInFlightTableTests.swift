@@ -22,9 +22,13 @@ import Testing
 
     @Test func aFreedSlotIsReusedAndItsOldTagFindsNothing() {
         var table = APNsInFlightTable()
+        let announced = table.nextTag
         let first = table.insert(flight(1))
+        #expect(first == announced)
         #expect(table.remove(tag: first)?.sentAt == 1)
+        let announcedAgain = table.nextTag
         let second = table.insert(flight(2))
+        #expect(second == announcedAgain)
         #expect(second & 0xffff_ffff == first & 0xffff_ffff)  // the same slot
         #expect(second != first)
         #expect(table.remove(tag: first) == nil)
