@@ -8,19 +8,45 @@ public enum JSONKind: Sendable, Equatable {
 ///
 /// Containers are followed by their children; `next` is the tape index just past the value's
 /// subtree, so siblings are reached without recursion. Object children alternate key, value.
+///
+/// Positions are stored in 32 bits (inputs are limited to `JSONScanner.maximumInputBytes`), so
+/// a node takes 20 bytes: the tape of a push request stays a small allocation.
 struct JSONNode: Sendable {
     enum Tag: UInt8, Sendable { case object, array, string, number, trueValue, falseValue, null }
 
     var tag: Tag
     /// For strings: whether the raw text holds backslash escapes (decoding needs more than a copy).
     var hasEscapes: Bool
+    private var storedStart: UInt32
+    private var storedEnd: UInt32
+    private var storedNext: UInt32
+    private var storedCount: UInt32
+
+    init(tag: Tag, hasEscapes: Bool, start: Int, end: Int, next: Int, count: Int) {
+        self.tag = tag
+        self.hasEscapes = hasEscapes
+        storedStart = UInt32(truncatingIfNeeded: start)
+        storedEnd = UInt32(truncatingIfNeeded: end)
+        storedNext = UInt32(truncatingIfNeeded: next)
+        storedCount = UInt32(truncatingIfNeeded: count)
+    }
+
     /// Raw bytes of the value: `start..<end` (strings include their quotes).
-    var start: Int
-    var end: Int
+    var start: Int { Int(storedStart) }
+    var end: Int {
+        get { Int(storedEnd) }
+        set { storedEnd = UInt32(truncatingIfNeeded: newValue) }
+    }
     /// Tape index after this value's subtree.
-    var next: Int
+    var next: Int {
+        get { Int(storedNext) }
+        set { storedNext = UInt32(truncatingIfNeeded: newValue) }
+    }
     /// Members of an object or elements of an array; 0 otherwise.
-    var count: Int
+    var count: Int {
+        get { Int(storedCount) }
+        set { storedCount = UInt32(truncatingIfNeeded: newValue) }
+    }
 }
 
 /// A parsed, validated JSON text: the input bytes plus a flat index of every value's raw range.

@@ -12,6 +12,8 @@ public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidUTF8
         /// Arrays and objects nest deeper than the configured limit.
         case tooDeep
+        /// The input is longer than `JSONScanner.maximumInputBytes`.
+        case tooLarge
     }
 
     /// The class of problem.
@@ -39,6 +41,7 @@ public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
         switch kind {
         case .invalidUTF8: "invalid UTF-8 at byte \(byteOffset)"
         case .syntax, .tooDeep: "line \(line), column \(column): \(message)"
+        case .tooLarge: "too large: \(message)"
         }
     }
 }

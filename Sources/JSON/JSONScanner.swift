@@ -9,8 +9,15 @@ public enum JSONScanner {
     /// Default nesting limit for arrays and objects.
     public static let defaultMaximumDepth = 100
 
+    /// The largest input `parse` takes (positions are kept in 32 bits); far above any Kafka record.
+    public static let maximumInputBytes = Int(UInt32.max) - 1
+
     /// Parses `bytes` into a ``JSONDocument``.
     public static func parse(_ bytes: [UInt8], maximumDepth: Int = defaultMaximumDepth) throws(JSONError) -> JSONDocument {
+        guard bytes.count <= maximumInputBytes else {
+            throw JSONError(kind: .tooLarge, byteOffset: 0, line: 1, column: 1,
+                            message: "\(bytes.count) bytes, the limit is \(maximumInputBytes)")
+        }
         let result: Result<[JSONNode], JSONError> = bytes.withUnsafeBufferPointer { buffer in
             var state = JSONScannerState(bytes: buffer, maximumDepth: maximumDepth)
             do throws(JSONError) {

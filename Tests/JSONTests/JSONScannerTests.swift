@@ -88,6 +88,18 @@ import Testing
         #expect(escape.column == 2)
     }
 
+    /// A push request's tape stays under glibc's small-chunk size (1,008 bytes), so parsing one
+    /// never takes the allocator's large-chunk path (which consolidates its free lists).
+    @Test func aRequestsTapeIsASmallAllocation() throws {
+        #expect(MemoryLayout<JSONNode>.stride == 20)
+        let payload = #"{"aps":{"alert":{"title":"Hello","body":"Your order has shipped"},"sound":"default"}}"#
+        let request = #"{"id":"order-1234567","app":"chat","token":"\#(String(repeating: "ab", count: 32))","payload":"# + payload + "}"
+        let document = try parse(request)
+        #expect(document.nodes.capacity * MemoryLayout<JSONNode>.stride <= 1_008)
+        #expect(document.root["payload"]?["aps"]?["sound"]?.stringValue == "default")
+        #expect(document.root["payload"].map { Array($0.rawBytes) } == Array(payload.utf8))
+    }
+
     @Test func depthLimit() {
         let ok = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
         #expect(error(ok) == nil)
