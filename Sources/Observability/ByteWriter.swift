@@ -112,21 +112,18 @@ public struct ByteWriter {
 }
 
 extension Array where Element == UInt8 {
-    /// Appends what `body` writes, at most `maxBytes`, without zero-filling the reservation: an
-    /// empty array is replaced by one written in place; otherwise the bytes are written to a
-    /// new array first and copied after the existing ones.
+    /// Appends what `body` writes, at most `maxBytes`. The bytes are written into scratch memory
+    /// of `maxBytes` (on the stack when it fits) and then copied after the existing ones, so the
+    /// array grows by what was written, not by the bound: a result record's bound is several
+    /// times its size and above glibc's small-chunk limit, so reserving it would take the
+    /// allocator's large-chunk path for every record.
     public mutating func appendWriting(maxBytes: Int, _ body: (inout ByteWriter) -> Void) {
         guard maxBytes > 0 else { return }
-        let written = [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, initializedCount in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxBytes) { scratch in
             // invariant: a capacity above zero was asked for, so the storage exists.
-            var writer = ByteWriter(start: buffer.baseAddress!, capacity: maxBytes)
+            var writer = ByteWriter(start: scratch.baseAddress!, capacity: maxBytes)
             body(&writer)
-            initializedCount = writer.count
-        }
-        if isEmpty {
-            self = written
-        } else {
-            append(contentsOf: written)
+            append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
         }
     }
 }

@@ -80,6 +80,10 @@ import Testing
         var unused: [UInt8] = [1, 2]
         unused.appendWriting(maxBytes: 100) { $0.write("ab") }
         #expect(unused == [1, 2, UInt8(ascii: "a"), UInt8(ascii: "b")])
+        // An empty array grows by what was written, not by the bound.
+        var small: [UInt8] = []
+        small.appendWriting(maxBytes: 4_000) { $0.write("a short record") }
+        #expect(small.count == 14 && small.capacity < 100)
         // The farthest times a millisecond Int64 can name fit the timestamp's bound.
         #expect(Timestamp.iso8601(.max).hasSuffix(".807Z"))
         #expect(Timestamp.iso8601(.min).hasPrefix("0000-"))
