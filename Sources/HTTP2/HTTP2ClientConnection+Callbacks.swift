@@ -111,6 +111,8 @@ extension HTTP2ClientConnection {
         let size = name.count + value.count
         guard stream.headers.count < maxResponseHeaderFields, stream.headerBytes + size <= maxResponseHeaderBytes else { return }
         stream.headerBytes += size
+        // APNs answers with one to three headers: one allocation for them, not one per growth.
+        if stream.headers.isEmpty { stream.headers.reserveCapacity(4) }
         stream.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
     }
 

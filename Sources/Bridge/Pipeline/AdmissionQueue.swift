@@ -11,8 +11,8 @@ import Kafka
 /// bytes, wait here.
 struct AdmissionQueue {
     struct Entry {
-        var message: KafkaMessage
         var progress: PartitionProgress?
+        var message: KafkaMessage
     }
 
     private var entries: [Entry] = []
@@ -44,14 +44,19 @@ struct AdmissionQueue {
     }
 
     /// Adds polled records, each with its partition's progress at poll time.
-    mutating func append(_ messages: [KafkaMessage], progress: [KafkaTopicPartition: PartitionProgress]) {
+    mutating func append(_ messages: consuming [KafkaMessage], progress: [KafkaTopicPartition: PartitionProgress]) {
         if head == entries.count {
             entries.removeAll(keepingCapacity: true)
             head = 0
         }
-        for message in messages {
-            entries.append(Entry(message: message, progress: progress[message.topicPartition]))
+        var messages = messages
+        // Moved out one by one (each replaced by an empty record), not copied: a copy retains
+        // the record's topic, key, value and headers, and the poll's array releases them again.
+        for index in messages.indices {
+            var message = AdmissionQueue.emptyMessage
+            swap(&message, &messages[index])
             let bytes = message.value?.count ?? 0
+            entries.append(Entry(progress: progress[message.topicPartition], message: message))
             if bytes > recentLargestBytes {
                 recentLargestBytes = bytes
             } else if recentLargestBytes > 0 {
@@ -60,14 +65,14 @@ struct AdmissionQueue {
         }
     }
 
-    /// The oldest waiting record.
+    /// The oldest waiting record, moved out (its slot keeps an empty record, so its bytes are
+    /// freed with it, not with the queue).
     mutating func popFirst() -> Entry? {
         guard head < entries.count else { return nil }
-        defer {
-            entries[head] = Entry(message: AdmissionQueue.emptyMessage, progress: nil)  // free its bytes now
-            head += 1
-        }
-        return entries[head]
+        var entry = Entry(progress: nil, message: AdmissionQueue.emptyMessage)
+        swap(&entry, &entries[head])
+        head += 1
+        return entry
     }
 
     /// Learns from one admitted record's work: grows at once, shrinks slowly.

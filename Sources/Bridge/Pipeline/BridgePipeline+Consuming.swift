@@ -48,7 +48,7 @@ extension BridgePipeline {
             }
             if !messages.isEmpty {
                 let progressByPartition = partitions.withLock { $0 }
-                waiting.append(messages, progress: progressByPartition)
+                waiting.append(consume messages, progress: progressByPartition)
             }
             admitWaiting(&waiting)
             dispatcher.flush()

@@ -138,7 +138,8 @@ public struct PushRequestDecoder: Sendable {
 
     func decodeID(_ value: JSONValue?, source: RecordSource) throws(DeadLetter) -> String {
         guard let value else { return "\(source.topic)/\(source.partition)/\(source.offset)" }
-        guard let text = value.stringValue, !text.isEmpty, text.unicodeScalars.count <= 256 else {
+        // At most 256 bytes are at most 256 characters: only longer ids are counted.
+        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 256 || text.unicodeScalars.count <= 256 else {
             throw invalid("id", "must be a string of 1 to 256 characters")
         }
         return text
