@@ -50,6 +50,22 @@ public struct ByteWriter {
         value.utf8.count * 6 + 2
     }
 
+    /// Exactly the bytes `writeQuoted(value)` writes (one pass over the bytes): a bound that
+    /// keeps a record's scratch memory small enough for the stack.
+    public static func quotedBytes(_ value: String) -> Int {
+        var value = value
+        return value.withUTF8 { bytes in
+            var count = bytes.count + 2
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                switch byte {
+                case 0x0A, 0x0D, 0x09, UInt8(ascii: "\""), UInt8(ascii: "\\"): count += 1
+                default: count += 5
+                }
+            }
+            return count
+        }
+    }
+
     /// `value` as a quoted JSON string. Runs of bytes that need no escape (all of a token, an id
     /// or a topic) are copied at once; quotes, backslashes and control characters are escaped.
     public mutating func writeQuoted(_ value: String) {
@@ -113,10 +129,9 @@ public struct ByteWriter {
 
 extension Array where Element == UInt8 {
     /// Appends what `body` writes, at most `maxBytes`. The bytes are written into scratch memory
-    /// of `maxBytes` (on the stack when it fits) and then copied after the existing ones, so the
-    /// array grows by what was written, not by the bound: a result record's bound is several
-    /// times its size and above glibc's small-chunk limit, so reserving it would take the
-    /// allocator's large-chunk path for every record.
+    /// of `maxBytes` (on the stack up to 1 KiB) and then copied after the existing ones, so the
+    /// array grows by what was written, not by the bound: a bound above glibc's small-chunk
+    /// limit would take the allocator's large-chunk path for every record.
     public mutating func appendWriting(maxBytes: Int, _ body: (inout ByteWriter) -> Void) {
         guard maxBytes > 0 else { return }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxBytes) { scratch in

@@ -89,6 +89,16 @@ import Testing
         #expect(Timestamp.iso8601(.min).hasPrefix("0000-"))
     }
 
+    @Test func quotedBytesIsExactlyWhatWriteQuotedWrites() {
+        let samples = ["", "plain-token-0123", "quote\"back\\slash", "line\nfeed\r\t", "\u{01}\u{1F}\u{7F}", "é日本🙂",
+                       String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)]
+        for sample in samples {
+            var written: [UInt8] = []
+            written.appendWriting(maxBytes: ByteWriter.quotedMaxBytes(sample)) { $0.writeQuoted(sample) }
+            #expect(ByteWriter.quotedBytes(sample) == written.count, "\(sample.debugDescription)")
+        }
+    }
+
     @Test func levelsParseTheirConfigurationNames() {
         #expect(Logger.Level(name: "warning") == .warning)
         #expect(Logger.Level(name: "verbose") == nil)

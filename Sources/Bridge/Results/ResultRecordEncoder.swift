@@ -10,10 +10,11 @@ public enum ResultRecordEncoder {
 
     /// Appends a result record (contract §3).
     public static func appendResult(_ result: PushResult, to buffer: inout [UInt8]) {
-        let strings = ByteWriter.quotedMaxBytes(result.requestID) + ByteWriter.quotedMaxBytes(result.app)
-            + ByteWriter.quotedMaxBytes(result.token) + ByteWriter.quotedMaxBytes(result.source.topic)
-            + (result.reason.map(ByteWriter.quotedMaxBytes) ?? 0) + (result.apnsID.map(ByteWriter.quotedMaxBytes) ?? 0)
-            + (result.apnsUniqueID.map(ByteWriter.quotedMaxBytes) ?? 0)
+        // Exact string lengths: the whole bound then fits the stack (see `appendWriting`).
+        let strings = ByteWriter.quotedBytes(result.requestID) + ByteWriter.quotedBytes(result.app)
+            + ByteWriter.quotedBytes(result.token) + ByteWriter.quotedBytes(result.source.topic)
+            + (result.reason.map(ByteWriter.quotedBytes) ?? 0) + (result.apnsID.map(ByteWriter.quotedBytes) ?? 0)
+            + (result.apnsUniqueID.map(ByteWriter.quotedBytes) ?? 0)
         buffer.appendWriting(maxBytes: fixedPartMaxBytes + strings) { writer in
             writer.write("{\"request_id\":")
             writer.writeQuoted(result.requestID)
@@ -52,7 +53,7 @@ public enum ResultRecordEncoder {
     /// Appends an invalid-token record (contract §4).
     public static func appendInvalidToken(_ record: InvalidTokenRecord, to buffer: inout [UInt8]) {
         let strings = [record.token, record.app, record.topic, record.reason, record.requestID]
-            .reduce(0) { $0 + ByteWriter.quotedMaxBytes($1) }
+            .reduce(0) { $0 + ByteWriter.quotedBytes($1) }
         buffer.appendWriting(maxBytes: fixedPartMaxBytes + strings) { writer in
             writer.write("{\"token\":")
             writer.writeQuoted(record.token)
