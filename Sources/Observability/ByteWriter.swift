@@ -56,14 +56,37 @@ public struct ByteWriter {
         var value = value
         return value.withUTF8 { bytes in
             var count = bytes.count + 2
-            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                switch byte {
-                case 0x0A, 0x0D, 0x09, UInt8(ascii: "\""), UInt8(ascii: "\\"): count += 1
-                default: count += 5
+            var index = 0
+            // Eight bytes at a time while none needs an escape (tokens, ids, topics: all of them).
+            if let base = UnsafeRawPointer(bytes.baseAddress) {
+                while index + 8 <= bytes.count,
+                      !mayNeedEscape(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                    index += 8
                 }
+            }
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    switch byte {
+                    case 0x0A, 0x0D, 0x09, UInt8(ascii: "\""), UInt8(ascii: "\\"): count += 1
+                    default: count += 5
+                    }
+                }
+                index += 1
             }
             return count
         }
+    }
+
+    /// Whether any of the eight bytes in `word` is below 0x20, a quote or a backslash (exact:
+    /// the zero-byte test `(x - 0x01…) & ~x & 0x80…` has no false positives).
+    @inline(__always)
+    static func mayNeedEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        let below0x20 = (word &- ones &* 0x20) & ~word & highs != 0
+        return below0x20 || hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C))
     }
 
     /// `value` as a quoted JSON string. Runs of bytes that need no escape (all of a token, an id

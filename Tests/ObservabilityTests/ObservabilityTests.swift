@@ -92,7 +92,16 @@ import Testing
     @Test func quotedBytesIsExactlyWhatWriteQuotedWrites() {
         let samples = ["", "plain-token-0123", "quote\"back\\slash", "line\nfeed\r\t", "\u{01}\u{1F}\u{7F}", "é日本🙂",
                        String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)]
-        for sample in samples {
+        // Every byte value at every position of the eight-byte words and the tail.
+        var placed: [String] = []
+        for byte in [0x00, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7E, 0x7F] as [UInt8] {
+            for position in 0..<19 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 19)
+                bytes[position] = byte
+                placed.append(String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        for sample in samples + placed {
             var written: [UInt8] = []
             written.appendWriting(maxBytes: ByteWriter.quotedMaxBytes(sample)) { $0.writeQuoted(sample) }
             #expect(ByteWriter.quotedBytes(sample) == written.count, "\(sample.debugDescription)")
