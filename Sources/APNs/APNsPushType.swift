@@ -28,9 +28,11 @@ public enum APNsPushType: String, Sendable, CaseIterable, Hashable {
         self == .voip ? 5120 : 4096
     }
 
-    /// The default `apns-topic` for an app: its bundle id plus `topicSuffix`.
+    /// The default `apns-topic` for an app: its bundle id plus `topicSuffix`. Without a suffix it
+    /// is the bundle id itself (shared, not a new string per notification).
     public func topic(bundleID: String) -> String {
-        bundleID + topicSuffix
+        let suffix = topicSuffix
+        return suffix.isEmpty ? bundleID : bundleID + suffix
     }
 }
 

@@ -106,7 +106,7 @@ public struct PushRequestDecoder: Sendable {
             }
             collapseID = text
         }
-        var topic = app.bundleID + pushType.topicSuffix
+        var topic = pushType.topic(bundleID: app.bundleID)
         if let value = fields.topic {
             guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 255, Self.isHeaderSafe(text) else {
                 throw invalid("topic", "must be a string of 1 to 255 bytes without control characters")
