@@ -56,23 +56,13 @@ public struct ByteWriter {
         var value = value
         return value.withUTF8 { bytes in
             var count = bytes.count + 2
-            var index = 0
-            // Eight bytes at a time while none needs an escape (tokens, ids, topics: all of them).
-            if let base = UnsafeRawPointer(bytes.baseAddress) {
-                while index + 8 <= bytes.count,
-                      !mayNeedEscape(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
-                    index += 8
-                }
-            }
+            var index = firstEscapedByte(in: bytes, from: 0)
             while index < bytes.count {
-                let byte = bytes[index]
-                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                    switch byte {
-                    case 0x0A, 0x0D, 0x09, UInt8(ascii: "\""), UInt8(ascii: "\\"): count += 1
-                    default: count += 5
-                    }
+                switch bytes[index] {
+                case 0x0A, 0x0D, 0x09, UInt8(ascii: "\""), UInt8(ascii: "\\"): count += 1
+                default: count += 5
                 }
-                index += 1
+                index = firstEscapedByte(in: bytes, from: index + 1)
             }
             return count
         }
@@ -96,14 +86,32 @@ public struct ByteWriter {
         var value = value
         value.withUTF8 { bytes in
             var runStart = 0
-            for index in bytes.indices where bytes[index] < 0x20 || bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "\\") {
+            while true {
+                let index = Self.firstEscapedByte(in: bytes, from: runStart)
                 write(UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                guard index < bytes.count else { break }
                 writeEscape(bytes[index])
                 runStart = index + 1
             }
-            write(UnsafeBufferPointer(rebasing: bytes[runStart...]))
         }
         write(UInt8(ascii: "\""))
+    }
+
+    /// The index of the first byte from `start` on that a JSON string must escape (below 0x20, a
+    /// quote or a backslash), or `bytes.count`. Eight bytes at a time while none does.
+    static func firstEscapedByte(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var index = start
+        if let base = UnsafeRawPointer(bytes.baseAddress) {
+            while index + 8 <= bytes.count, !mayNeedEscape(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
+            index += 1
+        }
+        return index
     }
 
     /// The escape sequence of a quote, a backslash or a control character.

@@ -104,8 +104,28 @@ import Testing
         for sample in samples + placed {
             var written: [UInt8] = []
             written.appendWriting(maxBytes: ByteWriter.quotedMaxBytes(sample)) { $0.writeQuoted(sample) }
+            #expect(written == Self.referenceQuoted(sample), "\(sample.debugDescription)")
             #expect(ByteWriter.quotedBytes(sample) == written.count, "\(sample.debugDescription)")
         }
+    }
+
+    /// JSON string escaping byte by byte, the plain way.
+    private static func referenceQuoted(_ text: String) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "\"")]
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += Array("\\\"".utf8)
+            case UInt8(ascii: "\\"): out += Array("\\\\".utf8)
+            case 0x0A: out += Array("\\n".utf8)
+            case 0x0D: out += Array("\\r".utf8)
+            case 0x09: out += Array("\\t".utf8)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            default: out.append(byte)
+            }
+        }
+        return out + [UInt8(ascii: "\"")]
     }
 
     @Test func levelsParseTheirConfigurationNames() {
