@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "Metrics", dependencies: ["Observability"], swiftSettings: strictSettings),
         .target(name: "Kafka", dependencies: ["CRdKafka", "Observability"], swiftSettings: strictSettings),
         .target(name: "HTTP2", dependencies: ["CNGHTTP2", "COpenSSL", "Observability"], swiftSettings: strictSettings),
-        .target(name: "JSON", swiftSettings: strictSettings),
+        .target(name: "JSON", dependencies: ["Observability"], swiftSettings: strictSettings),
         .target(name: "APNs", dependencies: ["HTTP2", "COpenSSL", "JSON", "Observability"], swiftSettings: strictSettings),
         // The APNs double (tests, demo, bench, `apns-bridge simulator`): HTTP/2 server, Apple's rules,
         // fault injection, throw-away credentials. Kept out of the client modules.

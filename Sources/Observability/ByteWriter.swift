@@ -68,16 +68,6 @@ public struct ByteWriter {
         }
     }
 
-    /// Whether any of the eight bytes in `word` is below 0x20, a quote or a backslash (exact:
-    /// the zero-byte test `(x - 0x01…) & ~x & 0x80…` has no false positives).
-    @inline(__always)
-    static func mayNeedEscape(_ word: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        func hasZeroByte(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
-        let below0x20 = (word &- ones &* 0x20) & ~word & highs != 0
-        return below0x20 || hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C))
-    }
 
     /// `value` as a quoted JSON string. Runs of bytes that need no escape (all of a token, an id
     /// or a topic) are copied at once; quotes, backslashes and control characters are escaped.
@@ -102,7 +92,7 @@ public struct ByteWriter {
     static func firstEscapedByte(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         var index = start
         if let base = UnsafeRawPointer(bytes.baseAddress) {
-            while index + 8 <= bytes.count, !mayNeedEscape(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+            while index + 8 <= bytes.count, !ByteScan.hasControlQuoteOrBackslash(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
                 index += 8
             }
         }

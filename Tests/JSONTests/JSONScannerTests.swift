@@ -100,6 +100,26 @@ import Testing
         #expect(document.root["payload"].map { Array($0.rawBytes) } == Array(payload.utf8))
     }
 
+    /// Strings are scanned eight bytes at a time while they hold plain ASCII: whatever byte needs
+    /// attention, at any position of a word or the tail, is still found.
+    @Test func everyStringBytePositionIsChecked() throws {
+        for position in 0..<19 {
+            func string(_ inner: [UInt8]) -> [UInt8] {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 19)
+                bytes.replaceSubrange(position..<position + 1, with: inner)
+                return [UInt8(ascii: "\"")] + bytes + [UInt8(ascii: "\"")]
+            }
+            #expect(error(string([0x01]))?.message.contains("control character") == true, "position \(position)")
+            #expect(error(string([0xFF]))?.kind == .invalidUTF8, "position \(position)")
+            #expect(error(string([0xC3]))?.kind == .invalidUTF8, "position \(position)")
+            #expect(error(string([UInt8(ascii: "\"")])) != nil, "position \(position)")
+            let accented = try JSONScanner.parse(string(Array("é".utf8)))
+            #expect(accented.root.stringValue == String(repeating: "a", count: position) + "é" + String(repeating: "a", count: 18 - position))
+            let escaped = try JSONScanner.parse(string(Array("\\n".utf8)))
+            #expect(escaped.root.stringValue == String(repeating: "a", count: position) + "\n" + String(repeating: "a", count: 18 - position))
+        }
+    }
+
     @Test func depthLimit() {
         let ok = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
         #expect(error(ok) == nil)
