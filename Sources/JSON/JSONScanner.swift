@@ -205,15 +205,8 @@ struct JSONScannerState {
         let start = index
         index += 1  // opening quote
         var hasEscapes = false
+        skipPlainASCII()
         while true {
-            // Eight plain ASCII bytes at a time (no quote, backslash or control character).
-            if let base = UnsafeRawPointer(bytes.baseAddress) {
-                while index + 8 <= bytes.count {
-                    let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                    if ByteScan.hasControlQuoteOrBackslash(word) || ByteScan.hasNonASCII(word) { break }
-                    index += 8
-                }
-            }
             guard index < bytes.count else {
                 throw error(.syntax, at: index, "unterminated string (started at byte \(start))")
             }
@@ -224,6 +217,7 @@ struct JSONScannerState {
             } else if byte == UInt8(ascii: "\\") {
                 hasEscapes = true
                 try parseEscape()
+                skipPlainASCII()
             } else if byte < 0x20 {
                 throw error(.syntax, at: index, "control character U+00\(Self.hex2(byte)) must be escaped in a string")
             } else if byte < 0x80 {
@@ -235,6 +229,19 @@ struct JSONScannerState {
             }
         }
         nodes.append(JSONNode(tag: .string, hasEscapes: hasEscapes, start: start, end: index, next: nodes.count + 1, count: 0))
+    }
+
+    /// Moves past whole words of eight plain ASCII bytes (no quote, backslash, control
+    /// character or byte of 0x80 and above): most of a token or an id. The bytes after the last
+    /// whole word are left to the byte-by-byte loop.
+    @inline(__always)
+    mutating func skipPlainASCII() {
+        guard let base = UnsafeRawPointer(bytes.baseAddress) else { return }
+        while index + 8 <= bytes.count {
+            let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            if ByteScan.hasControlQuoteOrBackslash(word) || ByteScan.hasNonASCII(word) { return }
+            index += 8
+        }
     }
 
     /// Validates one escape sequence starting at the backslash.
