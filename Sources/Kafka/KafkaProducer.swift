@@ -99,6 +99,23 @@ public final class KafkaProducer: @unchecked Sendable {
         }
     }
 
+    /// Produces `record` on the calling thread if nothing waits in the outbox and librdkafka's
+    /// queue has room, and returns true; otherwise returns false and the caller enqueues it
+    /// (``enqueue(_:wakingPublisher:)``), which keeps the records of one thread in order: only
+    /// an empty outbox lets a record past it. Never blocks: `rd_kafka_produceva` is called
+    /// without `RD_KAFKA_MSG_F_BLOCK` (a full queue returns at once) and with no lock held. For
+    /// event loops: a record produced here costs no hand-off to the publisher thread (which
+    /// still serves the delivery reports), and its memory is freed on the thread that made it.
+    public func produceNow(_ record: KafkaOutboundRecord) -> Bool {
+        guard outbox.count == 0 else { return false }
+        let outcome = withOpenClient { _ in
+            produceOnce(topic: record.topic, key: record.key, value: record.value, headers: record.headers, tag: record.tag)
+        }
+        // Closed, queue full or refused: enqueued, the outbox reports or retries it as any record.
+        guard case .accepted? = outcome else { return false }
+        return true
+    }
+
     /// Wakes the publisher thread for records enqueued with `wakingPublisher: false`. Any thread,
     /// never blocks (at most one `write(2)` to a pipe).
     public func wakePublisher() {

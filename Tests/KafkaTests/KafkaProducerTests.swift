@@ -153,6 +153,50 @@ struct KafkaProducerTests {
         #expect(Set(stored.compactMap(\.value)).count == count + 1)
     }
 
+    /// `produceNow` hands a record to librdkafka on the calling thread only while the outbox is
+    /// empty (so a thread's records keep their order) and the queue has room; otherwise it
+    /// refuses at once and the caller enqueues. Every record, either way, is delivered once.
+    @Test func produceNowTakesARecordOnlyWhenNothingWaitsBeforeIt() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("direct", partitions: 1)
+        let recorder = DeliveryRecorder()
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: ["reconnect.backoff.max.ms": "200"],
+            queueCapacity: (messages: 3, kilobytes: 1024), logger: KafkaTestSupport.logger,
+            deliveryHandler: recorder.handler)
+        func record(_ tag: UInt64) -> KafkaOutboundRecord {
+            KafkaOutboundRecord(topic: "direct", key: nil, value: Array("v\(tag)".utf8),
+                                headers: [(name: "request-id", value: Array("r\(tag)".utf8))], tag: tag)
+        }
+        #expect(producer.produceNow(record(0)))
+        #expect(waitFor { recorder.all.count == 1 })
+
+        cluster.setBrokerDown(1)
+        // Taken while librdkafka has room; refused (not waited for) once its queue is full.
+        for tag in UInt64(1)...3 { #expect(producer.produceNow(record(tag))) }
+        #expect(!producer.produceNow(record(4)))
+        producer.enqueue(record(4))
+        #expect(producer.outboxCount == 1)
+        cluster.setBrokerUp(1)
+        #expect(waitFor(timeout: .seconds(30)) { recorder.all.count == 5 && producer.outboxCount == 0 })
+
+        // A record waits in the outbox (the publisher thread not woken for it): the queue has
+        // room, but nothing may pass that record.
+        producer.enqueue(record(5), wakingPublisher: false)
+        #expect(!producer.produceNow(record(6)))
+        producer.enqueue(record(6))
+        #expect(waitFor(timeout: .seconds(30)) { recorder.all.count == 7 })
+        #expect(recorder.all.allSatisfy { $0.error == nil })
+        let stored = try KafkaTopicReader.readAll(
+            bootstrapServers: cluster.bootstrapServers, topic: "direct", expectedCount: 7, timeoutMilliseconds: 20_000,
+            settleMilliseconds: 200)
+        #expect(stored.compactMap(\.value).map { String(decoding: $0, as: UTF8.self) } == (0...6).map { "v\($0)" })
+
+        producer.close()
+        #expect(!producer.produceNow(record(7)))
+    }
+
     @Test func recordsStillInTheOutboxAtCloseAreReportedAsFailed() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }

@@ -149,11 +149,13 @@ final class ResultPublisher: ResultSink {
         if countsAsWork {
             unacknowledged.add(1, ordering: .relaxed)
         }
-        // Never blocks: the producer's publisher thread hands it to librdkafka. A record Kafka
-        // refuses comes back through the delivery handler with its error, like a failed delivery.
-        let tag = context.retainedTag(countsAsWork: countsAsWork)
+        // Never blocks: produced here when librdkafka has room and nothing waits before it, else
+        // handed to the producer's publisher thread. A record Kafka refuses comes back through
+        // the delivery handler with its error, like a failed delivery.
+        let record = KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers,
+                                         tag: context.retainedTag(countsAsWork: countsAsWork))
+        guard !producer.produceNow(record) else { return }
         let deferred = wakeUps?.deferWakeUp() ?? false
-        producer.enqueue(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: tag),
-                         wakingPublisher: !deferred)
+        producer.enqueue(record, wakingPublisher: !deferred)
     }
 }
