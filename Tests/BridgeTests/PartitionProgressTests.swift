@@ -125,6 +125,25 @@ import Testing
         #expect(recorder.all.isEmpty)
     }
 
+    /// A revocation stores what completed since the last loop pass before the partition
+    /// leaves (librdkafka commits it then), and nothing after.
+    @Test func aRevocationStoresWhatCompletedBeforeThePartitionLeaves() {
+        let recorder = StoreRecorder()
+        let leaving = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
+        let staying = PartitionProgress(topicPartition: KafkaTopicPartition(topic: "apns.requests", partition: 1),
+                                        storeQueue: recorder.queue)
+        let contexts = (Int64(0)..<10).map { offset -> RequestContext in
+            #expect(leaving.track(offset))
+            return context(offset, leaving)
+        }
+        for request in contexts[0..<7] { request.release() }  // completed, queued, not stored yet
+        recorder.queue.revoke([leaving])
+        #expect(recorder.stored.withLock { $0 } == [7])
+        #expect(leaving.isRevoked && !staying.isRevoked)
+        for request in contexts[7...] { request.release() }  // completions after it: never stored
+        #expect(recorder.all == [7])
+    }
+
     @Test func aQueueThatIsNeverDrainedFreesItselfAndItsPartitions() {
         weak var weakQueue: OffsetStoreQueue?
         weak var weakProgress: PartitionProgress?

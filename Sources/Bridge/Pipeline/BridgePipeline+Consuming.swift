@@ -188,10 +188,9 @@ extension BridgePipeline {
                         logger.debug("offsets of revoked partitions not committed again", metadata: ["error": "\(error)"])
                     }
                 }
+            } else if let offsetStores {
+                offsetStores.revoke(leaving)  // what completed is stored first, then they leave
             } else {
-                // What completed before the revocation is stored first: librdkafka commits it
-                // as the partitions leave.
-                offsetStores?.storeQueued()
                 for progress in leaving { progress.revoke() }
             }
             // librdkafka keeps an application pause across unassignment: resume before letting
