@@ -8,9 +8,10 @@ import Synchronization
 /// An idempotent (`acks=all`) Kafka producer whose delivery reports go to one handler, keyed
 /// by the caller's 64-bit tag.
 ///
-/// ``enqueue(_:)`` is the hand-off for threads that must never wait (event loops): it appends to
-/// an outbox and returns; one publisher thread alone hands the records to librdkafka and serves
-/// the delivery reports. ``produce(topic:key:value:headers:tag:)`` is the synchronous form for
+/// Threads that must never wait (event loops) call ``produceNow(_:)``, which hands a record to
+/// librdkafka at once when it cannot wait (nothing in the outbox before it, room in the queue),
+/// else ``enqueue(_:wakingPublisher:)``, which appends to an outbox and returns; one publisher
+/// thread hands the outbox to librdkafka and serves every delivery report. ``produce(topic:key:value:headers:tag:)`` is the synchronous form for
 /// tools and tests. `deliveryHandler` is called exactly once per record taken (also for records
 /// purged or left unproduced at ``close()``, and records librdkafka refused, with an error):
 /// on the publisher thread, except for records still unproduced at ``close()`` (on the closing
