@@ -11,12 +11,14 @@ public enum JSONKind: Sendable, Equatable {
 ///
 /// Positions are stored in 32 bits (inputs are limited to `JSONScanner.maximumInputBytes`), so
 /// a node takes 20 bytes: the tape of a push request stays a small allocation.
+@usableFromInline
 struct JSONNode: Sendable {
+    @usableFromInline
     enum Tag: UInt8, Sendable { case object, array, string, number, trueValue, falseValue, null }
 
-    var tag: Tag
+    @usableFromInline var tag: Tag
     /// For strings: whether the raw text holds backslash escapes (decoding needs more than a copy).
-    var hasEscapes: Bool
+    @usableFromInline var hasEscapes: Bool
     private var storedStart: UInt32
     private var storedEnd: UInt32
     private var storedNext: UInt32
@@ -32,8 +34,8 @@ struct JSONNode: Sendable {
     }
 
     /// Raw bytes of the value: `start..<end` (strings include their quotes).
-    var start: Int { Int(storedStart) }
-    var end: Int {
+    @usableFromInline var start: Int { Int(storedStart) }
+    @usableFromInline var end: Int {
         get { Int(storedEnd) }
         set { storedEnd = UInt32(truncatingIfNeeded: newValue) }
     }

@@ -1,9 +1,9 @@
 /// A view of one value inside a ``JSONDocument``.
 public struct JSONValue: Sendable {
-    let document: JSONDocument
+    @usableFromInline let document: JSONDocument
     let index: Int
 
-    var node: JSONNode { document.nodes[index] }
+    @usableFromInline var node: JSONNode { document.nodes[index] }
 
     /// What kind of value this is.
     public var kind: JSONKind {
@@ -56,7 +56,9 @@ public struct JSONValue: Sendable {
 
     /// Calls `body` with a string's UTF-8 bytes, without quotes and without making a `String`,
     /// when the string has no escapes; nil for other values and for strings with escapes (read
-    /// those with ``stringValue``).
+    /// those with ``stringValue``). Inlinable, so that callers in other modules get it
+    /// specialized (key matching calls it for every member of every request).
+    @inlinable
     public func withUnescapedUTF8<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result? {
         let node = self.node
         guard node.tag == .string, !node.hasEscapes else { return nil }
