@@ -45,8 +45,9 @@ public final class EventLoop: @unchecked Sendable {
     private var nextGeneration: UInt32 = 1
     private var timers = TimerHeap()
     private var spareTasks: [@Sendable () -> Void] = []
-    /// `epoll_pwait2` works on this kernel (set false at its first ENOSYS).
-    private var hasPreciseWait = true
+    /// `epoll_pwait2` is used (false when the loop was made without it, or after it failed for
+    /// any reason but EINTR: ENOSYS before Linux 5.11, EPERM under a seccomp profile without it).
+    private var hasPreciseWait: Bool
     private var flushQueue: [EventLoopFlushable] = []
     private var spareFlushQueue: [EventLoopFlushable] = []
     private let events: UnsafeMutablePointer<epoll_event>
@@ -59,8 +60,15 @@ public final class EventLoop: @unchecked Sendable {
     /// Also sets `SIGPIPE` to ignored for the process: writes to a closed socket must fail with
     /// `EPIPE` instead of killing the process.
     /// - Throws: ``HTTP2Error`` when a system resource cannot be created.
-    public init(name: String) throws {
+    public convenience init(name: String) throws {
+        try self.init(name: name, preciseTimeouts: true)
+    }
+
+    /// - Parameter preciseTimeouts: false waits with `epoll_wait` and millisecond timeouts from
+    ///   the start (tests of that path).
+    init(name: String, preciseTimeouts: Bool) throws {
         self.name = name
+        hasPreciseWait = preciseTimeouts
         signal(SIGPIPE, SIG_IGN)
         let epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epollFD >= 0 else { throw HTTP2Error.system("epoll_create1") }
@@ -224,15 +232,19 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Waits for events up to `timeoutNanoseconds` (-1: without limit). `epoll_pwait2` takes the
     /// timeout to the nanosecond, so a timer fires when it is due, not at the next millisecond
-    /// (a 50-ms answer delay or a PING deadline would otherwise run up to 1 ms late); kernels
-    /// without it (before Linux 5.11) get `epoll_wait` with the timeout rounded up to milliseconds.
+    /// (a 50-ms answer delay or a PING deadline would otherwise run up to 1 ms late). If it fails
+    /// for any reason but EINTR (ENOSYS before Linux 5.11, EPERM where a container's seccomp
+    /// profile lacks it), the loop uses `epoll_wait` from then on, the timeout rounded up to
+    /// milliseconds.
     private func wait(timeoutNanoseconds: Int64) -> Int32 {
         if hasPreciseWait {
             let count = apns_epoll_wait_nanoseconds(epollFD, events, Self.maxEvents, timeoutNanoseconds)
-            guard count < 0, errno == ENOSYS else { return count }
+            guard count < 0, errno != EINTR else { return count }
             hasPreciseWait = false
+            logger.debug("epoll_pwait2 refused; waiting with millisecond timeouts", metadata: ["loop": name, "errno": "\(errno)"])
         }
-        let milliseconds = timeoutNanoseconds < 0 ? -1 : (timeoutNanoseconds + 999_999) / 1_000_000
+        let milliseconds = timeoutNanoseconds < 0
+            ? -1 : timeoutNanoseconds / 1_000_000 + (timeoutNanoseconds % 1_000_000 == 0 ? 0 : 1)
         return epoll_wait(epollFD, events, Self.maxEvents, Int32(min(milliseconds, Int64(Int32.max))))
     }
 

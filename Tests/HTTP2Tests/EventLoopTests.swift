@@ -1,4 +1,4 @@
-import HTTP2
+@testable import HTTP2
 import APNsSimulator
 import Synchronization
 import Testing
@@ -64,6 +64,25 @@ import Observability
         let delaysNow = delays.withLock { $0 }
         #expect(delaysNow.allSatisfy { $0 >= 200_000 }, "a timer fired early: \(delaysNow)")
         #expect(delaysNow.min()! < 900_000, "every timer waited for the next millisecond: \(delaysNow)")
+    }
+
+    /// Where `epoll_pwait2` is refused, the loop waits with `epoll_wait`: timers still fire in
+    /// order, and a deadline near the end of time (a timer meant as "never") neither traps the
+    /// rounding up to milliseconds nor stops the loop serving tasks.
+    @Test(.timeLimit(.minutes(1)))
+    func withMillisecondTimeoutsTimersFireAndAFarDeadlineDoesNotTrap() async throws {
+        let loop = try EventLoop(name: "test-ms-wait", preciseTimeouts: false)
+        defer { loop.shutdown() }
+        let far = loop.schedule(afterNanoseconds: UInt64(Int64.max)) {}
+        let ran = Locked(false)
+        loop.execute { ran.withLock { $0 = true } }  // the next wait's timeout is the far deadline
+        #expect(await eventually { ran.withLock { $0 } })
+        let fired = Locked<[String]>([])
+        loop.schedule(afterNanoseconds: 2_000_000) { fired.withLock { $0.append("2ms") } }
+        loop.schedule(afterNanoseconds: 300_000) { fired.withLock { $0.append("0.3ms") } }
+        #expect(await eventually { fired.withLock { $0.count } == 2 })
+        #expect(fired.withLock { $0 } == ["0.3ms", "2ms"])
+        loop.cancel(far)
     }
 
     @Test func shutdownIsIdempotentAndGroupsHandOutLoopsRoundRobin() throws {
