@@ -136,12 +136,15 @@ import Testing
             #expect(leaving.track(offset))
             return context(offset, leaving)
         }
+        #expect(staying.track(0))
+        let stayingContext = context(0, staying)
         for request in contexts[0..<7] { request.release() }  // completed, queued, not stored yet
         recorder.queue.revoke([leaving])
         #expect(recorder.stored.withLock { $0 } == [7])
         #expect(leaving.isRevoked && !staying.isRevoked)
         for request in contexts[7...] { request.release() }  // completions after it: never stored
-        #expect(recorder.all == [7])
+        stayingContext.release()  // the partition that stays is stored as before
+        #expect(recorder.all == [7, 1])
     }
 
     @Test func aQueueThatIsNeverDrainedFreesItselfAndItsPartitions() {

@@ -228,7 +228,10 @@ final class APNsConnectionPool: @unchecked Sendable {
                 delivery.putBack(entry)
                 break
             }
-            inFlight.insert(InFlight(entry: entry, sentAt: now.nanoseconds, tokenGeneration: authorization?.generation))
+            let stored = inFlight.insert(InFlight(entry: entry, sentAt: now.nanoseconds, tokenGeneration: authorization?.generation))
+            // invariant: nothing ran on this loop between `nextTag` and `insert` (the submit
+            // calls no delegate), so the stream carries the tag its notification is stored under.
+            precondition(stored == tag, "APNs pool: in-flight tag changed between nextTag and insert")
             count += 1
         }
         member.peakActiveStreams = max(member.peakActiveStreams, connection.activeStreams)

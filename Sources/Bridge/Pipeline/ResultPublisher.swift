@@ -11,15 +11,18 @@ protocol ResultSink: Sendable {
     func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext)
 }
 
-/// Encodes outputs (contract §3–§5) and hands them to the producer's outbox, each holding one
-/// count of its input record's `RequestContext` until the delivery report arrives.
+/// Encodes outputs (contract §3–§5) and hands them to librdkafka without waiting
+/// (`KafkaProducer.produceNow`) or, when that would mean waiting or passing a record queued
+/// before, to the producer's outbox; each holds one count of its input record's
+/// `RequestContext` until the delivery report arrives.
 ///
 /// Exactly once (`kafka.exactly_once`), outputs are not handed to the producer here: each is
 /// buffered with its input record (no hold, no C call) and the ``TransactionCommitter``
 /// produces it in the transaction that commits the record's offset.
 ///
 /// Thread-safe and non-blocking: called from the consumer thread and from every event loop
-/// thread, none of which ever calls librdkafka or waits for room in its queue.
+/// thread, none of which ever waits for room in librdkafka's queue or holds a lock across its
+/// produce call.
 final class ResultPublisher: ResultSink {
     private let producer: KafkaProducer
     private let resultsTopic: String
