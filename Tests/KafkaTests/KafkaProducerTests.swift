@@ -197,6 +197,37 @@ struct KafkaProducerTests {
         #expect(!producer.produceNow(record(7)))
     }
 
+    /// Threads producing with `produceNow` (falling back to `enqueue`) while another closes the
+    /// producer: no call blocks or crashes, and every record gets exactly one delivery report,
+    /// delivered before the close or failed with it.
+    @Test func produceNowRacingCloseReportsEveryRecordOnce() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("race", partitions: 4)
+        let recorder = DeliveryRecorder()
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], queueCapacity: (messages: 200, kilobytes: 1024),
+            logger: KafkaTestSupport.logger, deliveryHandler: recorder.handler)
+        let threads = 4, perThread = 1_000
+        DispatchQueue.concurrentPerform(iterations: threads + 1) { worker in
+            guard worker < threads else {
+                _ = recorder.wait(forCount: 200, seconds: 15)  // close while the others still produce
+                producer.close(flushTimeoutMilliseconds: 2_000)
+                return
+            }
+            for index in 0..<perThread {
+                let record = KafkaOutboundRecord(topic: "race", key: nil, value: [UInt8(index & 0xFF)], headers: [],
+                                                 tag: UInt64(worker * perThread + index))
+                if !producer.produceNow(record) { producer.enqueue(record) }
+            }
+        }
+        #expect(recorder.wait(forCount: threads * perThread, seconds: 30))
+        let reports = recorder.all
+        #expect(reports.count == threads * perThread)
+        #expect(Set(reports.map(\.tag)) == Set((0..<threads * perThread).map(UInt64.init)))
+        #expect(reports.contains { $0.error == nil })
+    }
+
     @Test func recordsStillInTheOutboxAtCloseAreReportedAsFailed() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
