@@ -1,4 +1,5 @@
 import CNGHTTP2
+import Observability
 
 /// Builds an `nghttp2_nv` array for one header block in stack-allocated scratch memory: no heap
 /// allocation per request (nghttp2 copies names and values during the submit call).
@@ -54,32 +55,15 @@ package struct HeaderBlock {
         let nameStart = byteCount
         append(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         let valueStart = byteCount
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var magnitude = value.magnitude
-            var start = digits.count
-            repeat {
-                start -= 1
-                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            if value < 0 {
-                start -= 1
-                digits[start] = UInt8(ascii: "-")
-            }
-            append(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(digits)[start...]))
-        }
+        if value < 0 { reserve(1).pointee = UInt8(ascii: "-") }
+        let digits = ByteWriter.digitCount(value.magnitude)
+        ByteWriter.writeDigits(value.magnitude, count: digits, to: reserve(digits))
         appendNameValue(nameStart: nameStart, nameLength: name.utf8CodeUnitCount, valueStart: valueStart)
     }
 
     /// The bytes `value` takes in decimal digits (with its sign).
     package static func decimalSize(_ value: Int64) -> Int {
-        var magnitude = value.magnitude
-        var digits = 1
-        while magnitude >= 10 {
-            magnitude /= 10
-            digits += 1
-        }
-        return value < 0 ? digits + 1 : digits
+        ByteWriter.digitCount(value.magnitude) + (value < 0 ? 1 : 0)
     }
 
     /// Appends a field.
@@ -118,11 +102,16 @@ package struct HeaderBlock {
 
     private mutating func append(_ source: UnsafeRawBufferPointer) {
         guard let sourceBase = source.baseAddress, source.count > 0 else { return }
+        UnsafeMutableRawPointer(reserve(source.count)).copyMemory(from: sourceBase, byteCount: source.count)
+    }
+
+    /// The next `count` bytes of the block, to be written by the caller.
+    private mutating func reserve(_ count: Int) -> UnsafeMutablePointer<UInt8> {
         // Writing past the scratch memory would corrupt the stack: refuse instead.
-        precondition(source.count <= bytes.count - byteCount, "HeaderBlock: bytes beyond the capacity it was sized for")
+        precondition(count <= bytes.count - byteCount, "HeaderBlock: bytes beyond the capacity it was sized for")
         // invariant: temporary allocations of capacity >= 1 always have a base address.
-        UnsafeMutableRawPointer(bytes.baseAddress! + byteCount).copyMemory(from: sourceBase, byteCount: source.count)
-        byteCount += source.count
+        defer { byteCount += count }
+        return bytes.baseAddress! + byteCount
     }
 }
 

@@ -236,12 +236,7 @@ struct JSONScannerState {
     /// whole word are left to the byte-by-byte loop.
     @inline(__always)
     mutating func skipPlainASCII() {
-        guard let base = UnsafeRawPointer(bytes.baseAddress) else { return }
-        while index + 8 <= bytes.count {
-            let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-            if ByteScan.hasControlQuoteOrBackslash(word) || ByteScan.hasNonASCII(word) { return }
-            index += 8
-        }
+        index = ByteScan.skipPlainWords(in: bytes, from: index, stoppingAtNonASCII: true)
     }
 
     /// Validates one escape sequence starting at the backslash.

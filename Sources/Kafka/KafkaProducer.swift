@@ -9,11 +9,12 @@ import Synchronization
 /// by the caller's 64-bit tag.
 ///
 /// Threads that must never wait (event loops) call ``produceNow(_:)``, which hands a record to
-/// librdkafka at once when it cannot wait (nothing in the outbox before it, room in the queue),
-/// else ``enqueue(_:wakingPublisher:)``, which appends to an outbox and returns; one publisher
-/// thread hands the outbox to librdkafka and serves every delivery report. ``produce(topic:key:value:headers:tag:)`` is the synchronous form for
-/// tools and tests. `deliveryHandler` is called exactly once per record taken (also for records
-/// purged or left unproduced at ``close()``, and records librdkafka refused, with an error):
+/// librdkafka at once when nothing waits in the outbox and its queue has room, else
+/// ``enqueue(_:wakingPublisher:)``, which appends to an outbox and returns; one publisher thread
+/// hands the outbox to librdkafka and serves every delivery report.
+/// ``produce(topic:key:value:headers:tag:)`` is the synchronous form for tools and tests.
+/// `deliveryHandler` is called exactly once per record taken (also for records purged or left
+/// unproduced at ``close()``, and records librdkafka refused, with an error):
 /// on the publisher thread, except for records still unproduced at ``close()`` (on the closing
 /// thread) and records enqueued after it (on the enqueuing thread). It must be quick,
 /// thread-safe and must not block.

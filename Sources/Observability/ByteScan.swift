@@ -19,4 +19,20 @@ public enum ByteScan {
     public static func hasNonASCII(_ word: UInt64) -> Bool {
         word & 0x8080_8080_8080_8080 != 0
     }
+
+    /// The index past the whole words of eight bytes, from `start` on, that hold no control
+    /// character, quote or backslash (and, with `stoppingAtNonASCII`, no byte of 0x80 or above).
+    /// The bytes from there on are left to the caller's byte-by-byte loop.
+    @inlinable
+    public static func skipPlainWords(in bytes: UnsafeBufferPointer<UInt8>, from start: Int,
+                                      stoppingAtNonASCII: Bool) -> Int {
+        var index = start
+        guard let base = UnsafeRawPointer(bytes.baseAddress) else { return index }
+        while index + 8 <= bytes.count {
+            let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            if hasControlQuoteOrBackslash(word) || (stoppingAtNonASCII && hasNonASCII(word)) { break }
+            index += 8
+        }
+        return index
+    }
 }

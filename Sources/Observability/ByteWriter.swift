@@ -90,12 +90,7 @@ public struct ByteWriter {
     /// The index of the first byte from `start` on that a JSON string must escape (below 0x20, a
     /// quote or a backslash), or `bytes.count`. Eight bytes at a time while none does.
     static func firstEscapedByte(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
-        var index = start
-        if let base = UnsafeRawPointer(bytes.baseAddress) {
-            while index + 8 <= bytes.count, !ByteScan.hasControlQuoteOrBackslash(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
-                index += 8
-            }
-        }
+        var index = ByteScan.skipPlainWords(in: bytes, from: start, stoppingAtNonASCII: false)
         while index < bytes.count {
             let byte = bytes[index]
             if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
@@ -131,18 +126,29 @@ public struct ByteWriter {
 
     /// Decimal digits of `value`, written right to left into the reserved bytes.
     public mutating func writeUnsigned(_ value: UInt64) {
-        var digitCount = 1
+        let count = Self.digitCount(value)
+        Self.writeDigits(value, count: count, to: reserve(count))
+    }
+
+    /// The decimal digits `value` takes.
+    public static func digitCount(_ value: UInt64) -> Int {
+        var count = 1
         var scan = value
         while scan >= 10 {
             scan /= 10
-            digitCount += 1
+            count += 1
         }
-        let start = reserve(digitCount)
+        return count
+    }
+
+    /// Writes the `count` (`digitCount(value)`) decimal digits of `value` at `destination`,
+    /// right to left.
+    public static func writeDigits(_ value: UInt64, count: Int, to destination: UnsafeMutablePointer<UInt8>) {
         var rest = value
-        var position = digitCount
+        var position = count
         repeat {
             position -= 1
-            start[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            destination[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
             rest /= 10
         } while rest > 0
     }
