@@ -89,18 +89,18 @@ func clientReadRequestBody(_ session: OpaquePointer?, _ streamID: Int32, _ buffe
 
 extension HTTP2ClientConnection {
     func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard let index = streams.index(forKey: streamID) else { return }
+        guard let index = streams.slot(of: streamID) else { return }
         if name.first == UInt8(ascii: ":") {
             if name.count == 7 && name.elementsEqual(":status".utf8) {
                 var status = 0
                 for digit in value where digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") {
                     status = status * 10 + Int(digit - UInt8(ascii: "0"))
                 }
-                streams.values[index].status = status
+                streams[slot: index].status = status
             }
             return
         }
-        Self.keepHeader(name: name, value: value, in: &streams.values[index])
+        Self.keepHeader(name: name, value: value, in: &streams[slot: index])
     }
 
     /// Adds a response header to `stream`, in place (reading a field through `streams.values[i]`
@@ -117,8 +117,8 @@ extension HTTP2ClientConnection {
     }
 
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
-        guard let index = streams.index(forKey: streamID) else { return }
-        let (kept, cut) = Self.keepBody(data, in: &streams.values[index], limit: maxResponseBodyBytes)
+        guard let index = streams.slot(of: streamID) else { return }
+        let (kept, cut) = Self.keepBody(data, in: &streams[slot: index], limit: maxResponseBodyBytes)
         dataBytesKept += kept
         guard cut, let session else { return }
         // Bounded: past `maxResponseBodyBytes` the stream is reset (CANCEL), so neither memory nor
@@ -171,8 +171,8 @@ extension HTTP2ClientConnection {
             delegate?.connectionDidReceiveGoAway(self)
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
             if header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0,
-               let index = streams.index(forKey: header.stream_id) {
-                streams.values[index].responseComplete = true
+               let index = streams.slot(of: header.stream_id) {
+                streams[slot: index].responseComplete = true
             }
         default:
             break
@@ -194,10 +194,10 @@ extension HTTP2ClientConnection {
 
     func readRequestBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,
                          flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let index = streams.index(forKey: streamID) else {
+        guard let index = streams.slot(of: streamID) else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
-        return Self.copyRequestBody(of: &streams.values[index], into: buffer, length: length, flags: flags)
+        return Self.copyRequestBody(of: &streams[slot: index], into: buffer, length: length, flags: flags)
     }
 
     /// The next chunk of `stream`'s request body, read in place (no copy of the stream).

@@ -11,7 +11,7 @@ import Observability
 /// The connection keeps itself alive while open and holds its delegate strongly until
 /// `connectionDidClose` (the last call), which breaks any owner ↔ connection cycle.
 ///
-/// Streams: per-stream state lives in a dictionary keyed by stream id; the request body is read
+/// Streams: per-stream state lives in an `HTTP2StreamTable` keyed by stream id; the request body is read
 /// by an `nghttp2_data_provider` straight from the request's `[UInt8]`. One periodic sweep timer
 /// per connection enforces the per-stream deadline (and the 10 s connect/handshake deadline).
 public final class HTTP2ClientConnection: @unchecked Sendable {
@@ -64,7 +64,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var delegate: HTTP2ClientConnectionDelegate?
     var state: State = .idle
     var session: OpaquePointer?
-    var streams: [Int32: Stream] = [:]
+    var streams = HTTP2StreamTable<Stream>()
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?
@@ -102,7 +102,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         self.streamTimeoutNanoseconds = max(streamTimeoutNanoseconds, 1_000_000)
         let hostPart = host.contains(":") ? "[\(host)]" : host
         self.authority = port == 443 ? hostPart : "\(hostPart):\(port)"
-        streams.reserveCapacity(128)
     }
 
     deinit {
@@ -207,7 +206,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                            metadata: ["error": String(cString: nghttp2_strerror(streamID))])
             return false
         }
-        streams[streamID] = Stream(tag: tag, startedAt: monotonicNanoseconds(), requestBody: body)
+        streams.insert(Stream(tag: tag, startedAt: monotonicNanoseconds(), requestBody: body), forKey: streamID)
         return true
     }
 
@@ -283,7 +282,11 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     private func scheduleSweep() {
         let interval = min(max(streamTimeoutNanoseconds / 4, 5_000_000), 1_000_000_000)
-        sweepTimer = loop.schedule(afterNanoseconds: interval) { [weak self] in self?.sweep() }
+        // Strong: `finish` cancels the timer, and until then the connection is alive anyway (its
+        // TLS connection or resolver holds it). A weak reference would give the connection a side
+        // table, making every retain and release of it (several per stream, in the nghttp2
+        // callbacks) take the runtime's slow path.
+        sweepTimer = loop.schedule(afterNanoseconds: interval) { self.sweep() }
     }
 
     /// Resets streams older than the stream timeout (CANCEL → `.timeout`) and enforces the
@@ -302,8 +305,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             }
         }
         if !streams.isEmpty {
-            for (streamID, stream) in streams where now - stream.startedAt >= streamTimeoutNanoseconds {
-                expiredScratch.append(streamID)
+            let timeout = streamTimeoutNanoseconds
+            streams.forEach { streamID, stream in
+                if now - stream.startedAt >= timeout { expiredScratch.append(streamID) }
             }
             if !expiredScratch.isEmpty {
                 for streamID in expiredScratch {
@@ -335,12 +339,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             self.session = nil
             nghttp2_session_del(session)
         }
-        let open = streams
-        streams = [:]
+        let open = streams.removeAll().sorted { $0.0 < $1.0 }
         let delegate = self.delegate
-        for streamID in open.keys.sorted() {
-            // invariant: the key comes from the dictionary itself.
-            delegate?.connection(self, didFinishStream: open[streamID]!.tag, result: .failure(.connectionLost(reason)))
+        for (_, stream) in open {
+            delegate?.connection(self, didFinishStream: stream.tag, result: .failure(.connectionLost(reason)))
         }
         if LoggingSystem.level <= .debug {
             logger.debug("connection closed", metadata: ["host": host, "port": "\(port)", "reason": reason])
