@@ -20,8 +20,10 @@ public final class BridgeMetrics: Sendable {
         0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
     ]
 
-    /// The series of one app.
-    struct AppSeries: Sendable {
+    /// The series of one app. A class: a lookup then retains one object, not each of its
+    /// series (a struct of six references copied out of the dictionary retained and released
+    /// all six per recorded result).
+    final class AppSeries: Sendable {
         /// By `MetricLabels.outcomeIndex` (an array: a dictionary keyed by the enum hashes its raw string).
         let notifications: [Counter]
         let invalidTokens: [Counter]
@@ -29,11 +31,21 @@ public final class BridgeMetrics: Sendable {
         let retries: CounterTable
         let requestDuration: Histogram
         let endToEndLatency: Histogram
+
+        init(notifications: [Counter], invalidTokens: [Counter], responses: CounterTable, retries: CounterTable,
+             requestDuration: Histogram, endToEndLatency: Histogram) {
+            self.notifications = notifications
+            self.invalidTokens = invalidTokens
+            self.responses = responses
+            self.retries = retries
+            self.requestDuration = requestDuration
+            self.endToEndLatency = endToEndLatency
+        }
     }
 
-    private let apps: [String: AppSeries]
+    private let apps: SeriesByName
     /// The same series by pool name (`app/environment`), as the APNs client names itself.
-    private let appsByPool: [String: AppSeries]
+    private let appsByPool: SeriesByName
     private let consumedByTopic: [String: Counter]
     private let deadLetters: [Counter]
 
@@ -52,8 +64,8 @@ public final class BridgeMetrics: Sendable {
                 appsByPool["\(app.name)/\(environment.rawValue)"] = series
             }
         }
-        self.apps = apps
-        self.appsByPool = appsByPool
+        self.apps = SeriesByName(apps)
+        self.appsByPool = SeriesByName(appsByPool)
         consumedByTopic = Dictionary(uniqueKeysWithValues: configuration.kafka.topics.map { topic in
             (topic, Counter(label: "apns_bridge_records_consumed_total", dimensions: [("topic", topic)], registry: registry))
         })
@@ -131,5 +143,26 @@ public final class BridgeMetrics: Sendable {
     /// The pool named `pool` will send a notification again because of `cause`.
     func recordRetry(pool: String, cause: APNsRetryCause) {
         appsByPool[pool]?.retries.counter(at: MetricLabels.retryCauseIndex(cause)).increment()
+    }
+}
+
+/// App series by name, looked up for every result and answer: a short list compared in order
+/// while there are few names (comparing a name with the same string is a check of its two words,
+/// with another one a length check or a short compare; hashing it costs a few hundred
+/// instructions), a dictionary past that.
+struct SeriesByName: Sendable {
+    private static let listLimit = 8
+    private let list: [(name: String, series: BridgeMetrics.AppSeries)]
+    private let dictionary: [String: BridgeMetrics.AppSeries]
+
+    init(_ dictionary: [String: BridgeMetrics.AppSeries]) {
+        self.dictionary = dictionary
+        list = dictionary.count <= Self.listLimit ? dictionary.map { ($0.key, $0.value) } : []
+    }
+
+    subscript(_ name: String) -> BridgeMetrics.AppSeries? {
+        guard dictionary.count <= Self.listLimit else { return dictionary[name] }
+        for entry in list where entry.name == name { return entry.series }
+        return nil
     }
 }
