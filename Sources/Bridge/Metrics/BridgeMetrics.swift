@@ -43,10 +43,10 @@ public final class BridgeMetrics: Sendable {
         }
     }
 
-    private let apps: SeriesByName
+    private let apps: NamedLookup<AppSeries>
     /// The same series by pool name (`app/environment`), as the APNs client names itself.
-    private let appsByPool: SeriesByName
-    private let consumedByTopic: [String: Counter]
+    private let appsByPool: NamedLookup<AppSeries>
+    private let consumedByTopic: NamedLookup<Counter>
     private let deadLetters: [Counter]
 
     /// Declares the families and creates the series of every configured app and topic at zero,
@@ -55,18 +55,18 @@ public final class BridgeMetrics: Sendable {
         self.registry = registry
         Self.describeFamilies(registry)
         ProcessMetrics.register(on: registry)
-        var apps: [String: AppSeries] = [:]
-        var appsByPool: [String: AppSeries] = [:]
+        var apps: [(name: String, value: AppSeries)] = []
+        var appsByPool: [(name: String, value: AppSeries)] = []
         for app in configuration.apps {
             let series = Self.makeAppSeries(app.name, registry: registry)
-            apps[app.name] = series
+            apps.append((app.name, series))
             for environment in [PushEnvironment.production, .sandbox] {
-                appsByPool["\(app.name)/\(environment.rawValue)"] = series
+                appsByPool.append(("\(app.name)/\(environment.rawValue)", series))
             }
         }
-        self.apps = SeriesByName(apps)
-        self.appsByPool = SeriesByName(appsByPool)
-        consumedByTopic = Dictionary(uniqueKeysWithValues: configuration.kafka.topics.map { topic in
+        self.apps = NamedLookup(apps)
+        self.appsByPool = NamedLookup(appsByPool)
+        consumedByTopic = NamedLookup(configuration.kafka.topics.map { topic in
             (topic, Counter(label: "apns_bridge_records_consumed_total", dimensions: [("topic", topic)], registry: registry))
         })
         deadLetters = MetricLabels.deadLetterCodes.map { code in
@@ -146,23 +146,3 @@ public final class BridgeMetrics: Sendable {
     }
 }
 
-/// App series by name, looked up for every result and answer: a short list compared in order
-/// while there are few names (comparing a name with the same string is a check of its two words,
-/// with another one a length check or a short compare; hashing it costs a few hundred
-/// instructions), a dictionary past that.
-struct SeriesByName: Sendable {
-    private static let listLimit = 8
-    private let list: [(name: String, series: BridgeMetrics.AppSeries)]
-    private let dictionary: [String: BridgeMetrics.AppSeries]
-
-    init(_ dictionary: [String: BridgeMetrics.AppSeries]) {
-        self.dictionary = dictionary
-        list = dictionary.count <= Self.listLimit ? dictionary.map { ($0.key, $0.value) } : []
-    }
-
-    subscript(_ name: String) -> BridgeMetrics.AppSeries? {
-        guard dictionary.count <= Self.listLimit else { return dictionary[name] }
-        for entry in list where entry.name == name { return entry.series }
-        return nil
-    }
-}

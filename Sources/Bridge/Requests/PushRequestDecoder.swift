@@ -24,15 +24,13 @@ public struct RegisteredApp: Sendable, Hashable {
 /// the entries as given (before duplicates are removed); `apns_id` requires exactly one distinct
 /// token (valid or not); `collapse_id` and `topic` must not be empty or hold control characters.
 public struct PushRequestDecoder: Sendable {
-    let appsByName: [String: RegisteredApp]
+    let appsByName: NamedLookup<RegisteredApp>
     let singleApp: RegisteredApp?
     let maxTokensPerRequest: Int
 
     /// Creates a decoder for these apps and token limit.
     public init(apps: [RegisteredApp], maxTokensPerRequest: Int) {
-        var byName: [String: RegisteredApp] = [:]
-        for app in apps where byName[app.name] == nil { byName[app.name] = app }
-        appsByName = byName
+        appsByName = NamedLookup(apps.map { ($0.name, $0) })
         singleApp = apps.count == 1 ? apps[0] : nil
         self.maxTokensPerRequest = maxTokensPerRequest
     }
@@ -152,6 +150,7 @@ public struct PushRequestDecoder: Sendable {
             }
             return singleApp
         }
+        if let found = value.withUnescapedUTF8({ appsByName.value(named: $0) }), let app = found { return app }
         guard let name = value.stringValue else { throw invalid("app", "must be a string") }
         guard let app = appsByName[name] else {
             throw DeadLetter(code: .unknownApp, detail: "field \"app\": unknown app \(Self.quoted(name))")
