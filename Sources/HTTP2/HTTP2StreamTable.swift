@@ -1,17 +1,19 @@
 /// The open streams of one client connection by stream id: an open-addressing table with linear
-/// probing, indexed by `id >> 1`.
+/// probing and Fibonacci hashing (a multiply and a shift).
 ///
-/// A client's stream ids are odd and increase by two, so the streams open at once usually sit in
-/// consecutive slots and a lookup is a shift, a mask and one compare. A `Dictionary` hashed each
-/// of the six lookups a stream makes (submit, two headers, end of stream, request body, close)
-/// with SipHash. Removal shifts the following entries of the run back (no tombstones), so a long
-/// connection never slows down. The capacity doubles when the table is half full and never
-/// shrinks. Not thread-safe: the connection's loop thread only.
+/// A `Dictionary` hashed each of the six lookups a stream makes (submit, two headers, end of
+/// stream, request body, close) with SipHash. The multiply matters: a client's ids are odd and
+/// consecutive, and indexed by `id >> 1` they formed one run as long as the open streams, which
+/// every removal had to walk to its end. Removal shifts the following entries of the run back (no
+/// tombstones), so a long connection never slows down. The capacity doubles when the table is
+/// half full and never shrinks. Not thread-safe: the connection's loop thread only.
 struct HTTP2StreamTable<Value> {
     /// 0 marks an empty slot (stream ids are at least 1).
     private var keys: [Int32]
     private var values: [Value?]
     private var mask: Int
+    /// 32 − log2(capacity): the hash keeps the top bits of the product.
+    private var shift: UInt32
     /// Streams in the table.
     private(set) var count = 0
 
@@ -22,6 +24,7 @@ struct HTTP2StreamTable<Value> {
         keys = Array(repeating: 0, count: capacity)
         values = Array(repeating: nil, count: capacity)
         mask = capacity - 1
+        shift = UInt32(32 - capacity.trailingZeroBitCount)
     }
 
     /// Whether no stream is open.
@@ -30,8 +33,9 @@ struct HTTP2StreamTable<Value> {
     /// Slots allocated (at least twice `count`).
     var capacity: Int { keys.count }
 
+    /// The slot a key's probe starts at.
     @inline(__always)
-    private func home(of key: Int32) -> Int { Int(key >> 1) & mask }
+    func home(of key: Int32) -> Int { Int((UInt32(bitPattern: key) &* 0x9E37_79B9) >> shift) }
 
     /// The slot holding `key`, or nil. Valid until the next insert or removal.
     func slot(of key: Int32) -> Int? {
@@ -129,6 +133,7 @@ struct HTTP2StreamTable<Value> {
         keys = Array(repeating: 0, count: capacity)
         values = Array(repeating: nil, count: capacity)
         mask = capacity - 1
+        shift = UInt32(32 - capacity.trailingZeroBitCount)
         count = 0
         for slot in oldKeys.indices where oldKeys[slot] != 0 {
             // invariant: a slot with a key holds a value.

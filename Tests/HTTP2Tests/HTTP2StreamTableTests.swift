@@ -60,20 +60,27 @@ import Testing
     /// Ids whose home slots collide (a multiple of the capacity apart) form one probe run;
     /// removing from its middle must keep the rest reachable.
     @Test func removingFromACollidingRunKeepsTheRestReachable() {
-        var table = HTTP2StreamTable<Int>(minimumCapacity: 8)  // 16 slots: ids 1, 33, 65 … share a home
+        var table = HTTP2StreamTable<Int>(minimumCapacity: 8)  // 16 slots
         var model: [Int32: Int] = [:]
-        let ids: [Int32] = [1, 33, 65, 97, 3, 35]
+        // Four ids with one home, then two with the next home: one run of six.
+        let candidates = Array(stride(from: Int32(1), to: 10_001, by: 2))
+        let first = table.home(of: 1)
+        let sameHome = candidates.filter { table.home(of: $0) == first }.prefix(4)
+        let nextHome = candidates.filter { table.home(of: $0) == (first + 1) & 15 }.prefix(2)
+        let ids = Array(sameHome + nextHome)
+        #expect(ids.count == 6)
         for (value, id) in ids.enumerated() {
             table.insert(value, forKey: id)
             model[id] = value
         }
-        for id: Int32 in [33, 1, 97] {
+        for id in [ids[1], ids[0], ids[3]] {
             #expect(table.removeValue(forKey: id) == model.removeValue(forKey: id))
             expectSame(table, model, probing: ids)
         }
-        table.insert(100, forKey: 129)
-        model[129] = 100
-        expectSame(table, model, probing: ids + [129])
+        let late = candidates.last { table.home(of: $0) == first }!
+        table.insert(100, forKey: late)
+        model[late] = 100
+        expectSame(table, model, probing: ids + [late])
     }
 
     /// A connection keeps its table for its whole life: after many streams have come and gone, the
