@@ -7,22 +7,35 @@
 struct NamedLookup<Value: Sendable>: Sendable {
     static var listLimit: Int { 8 }
 
-    private let list: [(name: String, bytes: [UInt8], value: Value)]
+    /// The names in order, their UTF-8 bytes one after the other in `nameBytes` (name `i` from
+    /// `nameStarts[i]` to `nameStarts[i + 1]`), and their values. Empty past `listLimit`.
+    private let names: [String]
+    private let nameBytes: [UInt8]
+    private let nameStarts: [Int]
+    private let values: [Value]
     private let dictionary: [String: Value]
-    /// Every name is ASCII, so equal bytes and equal strings are the same thing (`String`'s `==`
-    /// also equates canonically equivalent non-ASCII spellings).
+    /// Every name is ASCII, so bytes equal to none of them mean no match (`String`'s `==` also
+    /// equates canonically equivalent non-ASCII spellings).
     private let namesAreASCII: Bool
 
     /// The first value of each name wins.
     init(_ entries: [(name: String, value: Value)]) {
         var dictionary: [String: Value] = [:]
-        var list: [(name: String, bytes: [UInt8], value: Value)] = []
+        var names: [String] = [], values: [Value] = []
         for entry in entries where dictionary[entry.name] == nil {
             dictionary[entry.name] = entry.value
-            list.append((entry.name, Array(entry.name.utf8), entry.value))
+            names.append(entry.name)
+            values.append(entry.value)
         }
         self.dictionary = dictionary
-        self.list = list.count <= Self.listLimit ? list : []
+        if names.count > Self.listLimit {
+            names = []
+            values = []
+        }
+        self.names = names
+        self.values = values
+        nameBytes = names.flatMap { Array($0.utf8) }
+        nameStarts = names.reduce(into: [0]) { starts, name in starts.append(starts[starts.count - 1] + name.utf8.count) }
         namesAreASCII = dictionary.keys.allSatisfy { $0.utf8.allSatisfy { $0 < 0x80 } }
     }
 
@@ -32,22 +45,25 @@ struct NamedLookup<Value: Sendable>: Sendable {
     /// The value named `name`, or nil.
     subscript(_ name: String) -> Value? {
         guard dictionary.count <= Self.listLimit else { return dictionary[name] }
-        for entry in list where entry.name == name { return entry.value }
+        for index in names.indices where names[index] == name { return values[index] }
         return nil
     }
 
     /// The value whose name is these UTF-8 bytes, or nil; no `String` is made while the names are
-    /// few and ASCII (the same answer as `self[String(decoding: bytes, as: UTF8.self)]`).
+    /// few (the same answer as `self[String(decoding: bytes, as: UTF8.self)]`).
     func value(named bytes: UnsafeBufferPointer<UInt8>) -> Value? {
-        guard dictionary.count <= Self.listLimit, namesAreASCII, bytes.allSatisfy({ $0 < 0x80 }) else {
-            return self[String(decoding: bytes, as: UTF8.self)]
-        }
-        for entry in list where entry.bytes.count == bytes.count {
-            let equal = entry.bytes.withUnsafeBufferPointer { name in
-                name.elementsEqual(bytes)
+        guard dictionary.count <= Self.listLimit else { return dictionary[String(decoding: bytes, as: UTF8.self)] }
+        let found = nameBytes.withUnsafeBufferPointer { all -> Int? in
+            for index in values.indices where nameStarts[index + 1] - nameStarts[index] == bytes.count {
+                let name = UnsafeBufferPointer(rebasing: all[nameStarts[index]..<nameStarts[index + 1]])
+                if name.elementsEqual(bytes) { return index }
             }
-            if equal { return entry.value }
+            return nil
         }
+        if let found { return values[found] }
+        // Equal bytes are equal strings; unequal bytes can still be equivalent strings unless
+        // both sides are ASCII.
+        guard namesAreASCII, bytes.allSatisfy({ $0 < 0x80 }) else { return self[String(decoding: bytes, as: UTF8.self)] }
         return nil
     }
 }

@@ -17,52 +17,52 @@ struct APNsAnswerInterpreter: Sendable {
         var startedAtMilliseconds: Int64?
     }
 
-    /// The result, and the invalid-token record when APNs found the token invalid.
+    /// The result; `invalidToken` is set when APNs found the token invalid.
+    ///
+    /// Each result is made once, with every field, in the branch that knows them: a result made
+    /// early and filled in field by field was copied whole on return (its six strings retained
+    /// and released once more per notification).
     static func interpret(
         _ answer: APNsDeliveryResult,
         notification: APNsNotification,
         request: RequestFacts,
-        nowMicroseconds: Int64 = Timestamp.nowMicroseconds()
-    ) -> (PushResult, InvalidTokenRecord?) {
+        nowMicroseconds: Int64 = Timestamp.nowMicroseconds(),
+        invalidToken: inout InvalidTokenRecord?
+    ) -> PushResult {
         let now = nowMicroseconds / 1000
-        var result = PushResult(
-            requestID: request.requestID, app: request.app, token: notification.token, outcome: .failed,
-            attempts: answer.attempts, latencyMilliseconds: RecordTimestamp.latencyMilliseconds(from: request.startedAtMilliseconds, nowMicroseconds: nowMicroseconds),
-            source: request.source, completedAtMilliseconds: now
-        )
-        var invalidToken: InvalidTokenRecord?
+        let latency = RecordTimestamp.latencyMilliseconds(from: request.startedAtMilliseconds, nowMicroseconds: nowMicroseconds)
+        func result(_ outcome: PushOutcome, reason: String?, attempts: Int, response: APNsResponse? = nil) -> PushResult {
+            PushResult(
+                requestID: request.requestID, app: request.app, token: notification.token, outcome: outcome,
+                status: response?.status, reason: reason, apnsID: response?.apnsID, apnsUniqueID: response?.apnsUniqueID,
+                unregisteredAt: response?.timestamp, attempts: attempts, latencyMilliseconds: latency,
+                source: request.source, completedAtMilliseconds: now
+            )
+        }
         switch answer.outcome {
         case .response(let response):
-            result.status = response.status
-            result.reason = response.reason?.rawValue
-            result.apnsID = response.apnsID
-            result.apnsUniqueID = response.apnsUniqueID
-            result.unregisteredAt = response.timestamp
+            let reason = response.reason?.rawValue
             switch APNsResponseClassifier.classify(response) {
             case .delivered:
-                result.outcome = .delivered
+                return result(.delivered, reason: reason, attempts: answer.attempts, response: response)
             case .rejected(let isInvalidToken):
-                result.outcome = .rejected
                 if isInvalidToken {
                     invalidToken = InvalidTokenRecord(
                         token: notification.token, app: request.app, topic: notification.topic,
-                        environment: request.environment, reason: result.reason ?? "Unknown",
+                        environment: request.environment, reason: reason ?? "Unknown",
                         unregisteredAt: response.timestamp, requestID: request.requestID, observedAtMilliseconds: now
                     )
                 }
+                return result(.rejected, reason: reason, attempts: answer.attempts, response: response)
             case .retry, .refreshTokenAndRetry:
                 // Retried by the pool until `max_attempts` or the expiration: this was the last answer.
-                result.outcome = .failed
+                return result(.failed, reason: reason, attempts: answer.attempts, response: response)
             }
         case .failure(let failure):
-            result.outcome = .failed
-            result.reason = failure.resultReason
+            return result(.failed, reason: failure.resultReason, attempts: answer.attempts)
         case .expired:
-            result.outcome = .expired
-            result.reason = "Expired"
-            result.attempts = 0
+            return result(.expired, reason: "Expired", attempts: 0)
         }
-        return (result, invalidToken)
     }
 }
 

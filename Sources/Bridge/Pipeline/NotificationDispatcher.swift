@@ -164,7 +164,9 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         if case .failure = result.outcome, abandoning.load(ordering: .acquiring) {
             return  // the hold stays: see abandonUnanswered()
         }
-        let (pushResult, invalidToken) = APNsAnswerInterpreter.interpret(result, notification: notification, request: context.facts)
+        var invalidToken: InvalidTokenRecord?
+        let pushResult = APNsAnswerInterpreter.interpret(result, notification: notification, request: context.facts,
+                                                         invalidToken: &invalidToken)
         if pushResult.outcome != .delivered, logger.isEnabled(.debug) {
             logger.debug("notification not delivered", metadata: [
                 "apns.token": Redact.token(notification.token), "bridge.outcome": pushResult.outcome.rawValue,
