@@ -73,6 +73,10 @@ extension ByteWriter {
             days -= 1
         }
         let date = Timestamp.civilDate(daysSinceEpoch: days)
+        if date.year >= 0 && date.year <= 9999 {
+            writeFixedISO8601(year: Int(date.year), month: date.month, day: date.day, secondOfDay: secondOfDay, millis: millis)
+            return
+        }
         writeDigits(Int(clamping: date.year), width: 4)
         writeDigits(date.month, width: 2, prefix: UInt8(ascii: "-"))
         writeDigits(date.day, width: 2, prefix: UInt8(ascii: "-"))
@@ -81,6 +85,32 @@ extension ByteWriter {
         writeDigits(secondOfDay % 60, width: 2, prefix: UInt8(ascii: ":"))
         writeDigits(millis, width: 3, prefix: UInt8(ascii: "."))
         write(UInt8(ascii: "Z"))
+    }
+
+    /// The 24 bytes of a date in years 0–9999 (every real one), filled two digits at a time and
+    /// copied once; the digit loops below handle the rest of the `Int64` range.
+    private mutating func writeFixedISO8601(year: Int, month: Int, day: Int, secondOfDay: Int, millis: Int) {
+        let target = reserve(24)
+        @inline(__always) func pair(_ value: Int, at offset: Int) {
+            target[offset] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10)
+            target[offset + 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)
+        }
+        pair(year / 100, at: 0)
+        pair(year % 100, at: 2)
+        target[4] = UInt8(ascii: "-")
+        pair(month, at: 5)
+        target[7] = UInt8(ascii: "-")
+        pair(day, at: 8)
+        target[10] = UInt8(ascii: "T")
+        pair(secondOfDay / 3600, at: 11)
+        target[13] = UInt8(ascii: ":")
+        pair(secondOfDay / 60 % 60, at: 14)
+        target[16] = UInt8(ascii: ":")
+        pair(secondOfDay % 60, at: 17)
+        target[19] = UInt8(ascii: ".")
+        target[20] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: millis / 100)
+        pair(millis % 100, at: 21)
+        target[23] = UInt8(ascii: "Z")
     }
 
     /// Writes `prefix` (if any), then a non-negative number with leading zeros to at least

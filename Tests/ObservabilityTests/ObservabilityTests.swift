@@ -19,6 +19,10 @@ import Testing
         #expect(Timestamp.iso8601(951_782_400_000) == "2000-02-29T00:00:00.000Z")
         #expect(Timestamp.iso8601(4_107_542_400_000) == "2100-03-01T00:00:00.000Z")
         #expect(Timestamp.iso8601(-62_135_596_800_000) == "0001-01-01T00:00:00.000Z")
+        // The edges of the fixed 24-byte form (years 0–9999) and the first year past it.
+        #expect(Timestamp.iso8601(-62_167_219_200_000) == "0000-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso8601(253_402_300_800_000) == "10000-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso8601(1_764_547_199_909) == "2025-11-30T23:59:59.909Z")
     }
 
     /// The arithmetic calendar agrees with glibc's `gmtime_r` from year 1 to 9999, leap days and
