@@ -64,7 +64,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var delegate: HTTP2ClientConnectionDelegate?
     var state: State = .idle
     var session: OpaquePointer?
-    var streams = HTTP2StreamTable<Stream>()
+    /// No runtime exclusivity check (about ten per stream): loop thread only, and no access to it
+    /// calls out (the callbacks change a stream through static helpers, and the delegate hears
+    /// of a stream only after it left the table).
+    @exclusivity(unchecked) var streams = HTTP2StreamTable<Stream>()
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?

@@ -46,7 +46,9 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     private let fd: Int32
     private var ssl: OpaquePointer?
     private var owner: TLSConnectionOwner?
-    private var output: [UInt8] = []
+    /// No runtime exclusivity check: loop thread only, and no access to it runs other code of
+    /// this class (bytes from `nghttp2_session_mem_send`, handed to `SSL_write`).
+    @exclusivity(unchecked) private var output: [UInt8] = []
     private var outputStart = 0
     private var inSessionCall = false
     private var flushDeferred = false

@@ -10,7 +10,9 @@ import Glibc
 /// across a call that can block (I/O, a full librdkafka queue, waiting for another thread).
 public final class Locked<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    /// No runtime exclusivity check: the mutex already makes every access exclusive (a nested
+    /// `withLock` on one thread would deadlock before it could overlap).
+    @exclusivity(unchecked) private var value: Value
 
     /// Creates the lock around `value`.
     public init(_ value: Value) {

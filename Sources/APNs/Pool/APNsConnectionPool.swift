@@ -93,14 +93,17 @@ final class APNsConnectionPool: @unchecked Sendable {
     /// Weak: the delegate usually owns the client (a pipeline and its pools); no cycle.
     private weak var delegate: APNsClientDelegate?
 
-    var delivery: APNsDeliveryStateMachine
+    // No runtime exclusivity checks on the three state machines and tables the pump and every
+    // finished stream touch: loop thread only, and no access to them calls out (the delegate is
+    // told after they changed).
+    @exclusivity(unchecked) var delivery: APNsDeliveryStateMachine
     var members: [Member] = []
-    var inFlight = APNsInFlightTable()
+    @exclusivity(unchecked) var inFlight = APNsInFlightTable()
     private var rotation = 0
     private var timer: EventLoopTimer?
     private var timerDeadline: Int64?
     private(set) var isShuttingDown = false
-    private var finishedScratch: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+    @exclusivity(unchecked) private var finishedScratch: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
     /// A pump is due at the end of this loop iteration (`schedulePump`).
     private var pumpScheduled = false
 
