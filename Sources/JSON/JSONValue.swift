@@ -5,6 +5,17 @@ public struct JSONValue: Sendable {
 
     @usableFromInline var node: JSONNode { document.nodes[index] }
 
+    /// This value's place in its document. A caller keeping many values of one document (the
+    /// fields of a request) can keep one `JSONValue` and plain positions, instead of a `JSONValue`
+    /// each, every one of which holds a reference to the document.
+    public var position: Int { index }
+
+    /// The value at `position` (a ``position`` read from a value of the same document).
+    public func value(atPosition position: Int) -> JSONValue {
+        precondition(position >= 0 && position < document.nodes.count, "JSON position out of range")
+        return JSONValue(document: document, index: position)
+    }
+
     /// What kind of value this is.
     public var kind: JSONKind {
         switch node.tag {

@@ -1,21 +1,30 @@
 import JSON
 /// The top-level fields of a request object, each found at most once.
+///
+/// Kept as positions in the document next to its root: a `JSONValue` per field held a reference
+/// to the document each, retained and released whenever the fields were copied or read.
 struct RequestFields {
-    var id: JSONValue?
-    var app: JSONValue?
-    var tokens: JSONValue?
-    var token: JSONValue?
-    var payload: JSONValue?
-    var pushType: JSONValue?
-    var priority: JSONValue?
-    var expiration: JSONValue?
-    var collapseID: JSONValue?
-    var topic: JSONValue?
-    var environment: JSONValue?
-    var apnsID: JSONValue?
+    private let root: JSONValue
+    /// Position of each field's value by `Field.rawValue`; -1 when absent (or null).
+    private var positions: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) =
+        (-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)
+
+    var id: JSONValue? { value(.id) }
+    var app: JSONValue? { value(.app) }
+    var tokens: JSONValue? { value(.tokens) }
+    var token: JSONValue? { value(.token) }
+    var payload: JSONValue? { value(.payload) }
+    var pushType: JSONValue? { value(.pushType) }
+    var priority: JSONValue? { value(.priority) }
+    var expiration: JSONValue? { value(.expiration) }
+    var collapseID: JSONValue? { value(.collapseID) }
+    var topic: JSONValue? { value(.topic) }
+    var environment: JSONValue? { value(.environment) }
+    var apnsID: JSONValue? { value(.apnsID) }
 
     /// One pass over the members; unknown fields are ignored, known ones must be unique; null = absent.
     init(root: JSONValue) throws(DeadLetter) {
+        self.root = root
         guard root.kind == .object else {
             throw DeadLetter(code: .invalidRequest, detail: "the request must be a JSON object")
         }
@@ -65,28 +74,20 @@ struct RequestFields {
     }
 
     /// Puts `value` (nil: a JSON null, which only marks the field as seen) in `field`'s slot;
-    /// false when the slot is already taken. A switch: key paths cost a runtime call per access
-    /// on the decode path.
+    /// false when the slot is already taken.
     private mutating func fill(_ field: Field, with value: JSONValue?) -> Bool {
-        func put(_ slot: inout JSONValue?) -> Bool {
-            guard slot == nil else { return false }
-            slot = value
+        let position = value?.position ?? -1
+        return withUnsafeMutableBytes(of: &positions) { raw in
+            let slots = raw.bindMemory(to: Int.self)
+            guard slots[field.rawValue] < 0 else { return false }
+            slots[field.rawValue] = position
             return true
         }
-        switch field {
-        case .id: return put(&id)
-        case .app: return put(&app)
-        case .tokens: return put(&tokens)
-        case .token: return put(&token)
-        case .payload: return put(&payload)
-        case .pushType: return put(&pushType)
-        case .priority: return put(&priority)
-        case .expiration: return put(&expiration)
-        case .collapseID: return put(&collapseID)
-        case .topic: return put(&topic)
-        case .environment: return put(&environment)
-        case .apnsID: return put(&apnsID)
-        }
+    }
+
+    private func value(_ field: Field) -> JSONValue? {
+        let position = withUnsafeBytes(of: positions) { $0.load(fromByteOffset: field.rawValue * MemoryLayout<Int>.stride, as: Int.self) }
+        return position < 0 ? nil : root.value(atPosition: position)
     }
 
     /// Fields seen as JSON null, one bit per `Field.rawValue`.
