@@ -247,4 +247,20 @@ import Testing
         #expect(decoded.environment == .sandbox)
         #expect(deadLetter("{\"tokens\":[\"\(Self.tokenA)\",\"\(Self.tokenB)\"],\"payload\":{}}", decoder: decoder)?.code == .tooManyTokens)
     }
+
+    /// Every byte value at the first, a middle and the last position of a 64-digit token: only
+    /// hex digits pass, and upper-case ones are lowered.
+    @Test func tokenBytesAreClassifiedOneByOne() {
+        for byte in 0...255 {
+            let scalar = Character(UnicodeScalar(UInt8(byte)))
+            for position in [0, 31, 63] {
+                var characters = Array(Self.tokenA)
+                characters[position] = scalar
+                let token = String(characters)
+                let isHex = scalar.isHexDigit && scalar.isASCII
+                let expected = isHex ? token.lowercased() : nil
+                #expect(PushRequestDecoder.normalizedToken(token) == expected, "byte \(byte) at \(position)")
+            }
+        }
+    }
 }
