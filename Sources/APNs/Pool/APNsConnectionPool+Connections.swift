@@ -90,14 +90,13 @@ extension APNsConnectionPool {
         loop.preconditionInEventLoop()
         guard var flight = inFlight.remove(tag: tag) else { return }
         let now = clock.now()
-        let receivers = self.receivers
         let answer: APNsAnswer
         switch result {
         case .success(let http):
             let response = APNsResponse(http)
             answer = .response(response)
             reportAnswer(status: response.status, reason: response.reason?.rawValue,
-                         duration: .nanoseconds(max(0, now.nanoseconds - flight.sentAt)), to: receivers)
+                         duration: .nanoseconds(max(0, now.nanoseconds - flight.sentAt)))
             if response.status == 403, response.reason == .invalidProviderToken,
                let tokenProvider, tokenProvider.shouldLogInvalidProviderToken() {
                 logger.error("APNs rejects the provider token (InvalidProviderToken): check the key, key id and team id",
@@ -116,9 +115,9 @@ extension APNsConnectionPool {
         }
         switch delivery.streamFinished(&flight.entry, answer: answer, disposition: disposition, now: now) {
         case .finish(let final):
-            finish(flight.entry, final, to: receivers)
+            finish(flight.entry, final)
         case .retry(let cause, _):
-            reportRetry(cause, to: receivers)
+            reportRetry(cause)
         }
         if member.connection === connection {
             closeIfIdleAndUnusable(member, connection)

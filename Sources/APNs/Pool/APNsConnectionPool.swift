@@ -251,34 +251,20 @@ final class APNsConnectionPool: @unchecked Sendable {
         }
     }
 
-    /// The client and delegate to report to, loaded once (nil when either is gone). Both are
-    /// weak references, and each load and its release take the runtime's slow path: a finished
-    /// stream loads them once for its answer and its outcome.
-    var receivers: Receivers? {
-        guard let client, let delegate else { return nil }
-        return Receivers(client: client, delegate: delegate)
-    }
-
-    struct Receivers {
-        let client: APNsClient
-        let delegate: APNsClientDelegate
-    }
-
-    func finish(_ entry: APNsDeliveryStateMachine.Entry, _ result: APNsDeliveryResult, to receivers: Receivers? = nil) {
+    func finish(_ entry: APNsDeliveryStateMachine.Entry, _ result: APNsDeliveryResult) {
         outstanding.subtract(1, ordering: .relaxed)
-        guard let receivers = receivers ?? self.receivers else { return }
-        receivers.delegate.apnsClient(receivers.client, didFinish: entry.pending.notification, tag: entry.pending.tag,
-                                      result: result)
+        guard let client, let delegate else { return }
+        delegate.apnsClient(client, didFinish: entry.pending.notification, tag: entry.pending.tag, result: result)
     }
 
-    func reportAnswer(status: Int, reason: String?, duration: Duration, to receivers: Receivers?) {
-        guard let receivers else { return }
-        receivers.delegate.apnsClient(receivers.client, didReceive: status, reason: reason, duration: duration)
+    func reportAnswer(status: Int, reason: String?, duration: Duration) {
+        guard let client, let delegate else { return }
+        delegate.apnsClient(client, didReceive: status, reason: reason, duration: duration)
     }
 
-    func reportRetry(_ cause: APNsRetryCause, to receivers: Receivers? = nil) {
-        guard let receivers = receivers ?? self.receivers else { return }
-        receivers.delegate.apnsClient(receivers.client, willRetry: cause)
+    func reportRetry(_ cause: APNsRetryCause) {
+        guard let client, let delegate else { return }
+        delegate.apnsClient(client, willRetry: cause)
     }
 
     // MARK: - The one timer
