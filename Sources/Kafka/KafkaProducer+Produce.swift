@@ -19,6 +19,18 @@ extension KafkaProducer {
         topic: String, key: [UInt8]?, value: [UInt8]?, headers: [(name: String, value: [UInt8])], tag: UInt64,
         partition: Int32? = nil, timestampMilliseconds: Int64? = nil
     ) -> ProduceOutcome {
+        KafkaProducer.withOptionalBytes(value) { valueBytes in
+            produceOnce(topic: topic, key: key, valueBytes: valueBytes, headers: headers, tag: tag,
+                        partition: partition, timestampMilliseconds: timestampMilliseconds)
+        }
+    }
+
+    /// ``produceOnce(topic:key:value:headers:tag:partition:timestampMilliseconds:)`` with the value
+    /// given as bytes (nil: a null value), which librdkafka copies.
+    func produceOnce(
+        topic: String, key: [UInt8]?, valueBytes: UnsafeRawBufferPointer?, headers: [(name: String, value: [UInt8])],
+        tag: UInt64, partition: Int32? = nil, timestampMilliseconds: Int64? = nil
+    ) -> ProduceOutcome {
         let rk = clientPointer
         var headerBytes = 0
         for header in headers {
@@ -26,62 +38,60 @@ extension KafkaProducer {
         }
         let argumentCount = 6 + (key == nil ? 0 : 1) + headers.count
         return topic.withCString { topicName in
-            KafkaProducer.withOptionalBytes(value) { valueBytes in
-                KafkaProducer.withOptionalBytes(key) { keyBytes in
-                    withUnsafeTemporaryAllocation(byteCount: max(headerBytes, 1), alignment: 1) { headerBuffer in
-                        withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: argumentCount) { arguments in
-                            var index = 0
-                            func append(_ argument: rd_kafka_vu_t) {
-                                arguments.initializeElement(at: index, to: argument)
-                                index += 1
-                            }
-                            append(apnsb_rd_kafka_vu_topic(topicName))
-                            if let valueBytes {
-                                append(apnsb_rd_kafka_vu_value(valueBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), valueBytes.count))
-                            }  // no value: a null value (tombstone)
-                            if let partition {
-                                append(apnsb_rd_kafka_vu_partition(partition))
-                            }
-                            if let timestampMilliseconds {
-                                append(apnsb_rd_kafka_vu_timestamp(timestampMilliseconds))
-                            }
-                            if let keyBytes {
-                                append(apnsb_rd_kafka_vu_key(keyBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), keyBytes.count))
-                            }
-                            append(apnsb_rd_kafka_vu_opaque(tag))
-                            append(apnsb_rd_kafka_vu_msgflags(apnsb_rd_kafka_msg_f_copy()))
-                            var offset = 0
-                            for header in headers {
-                                let nameStart = offset
-                                for byte in header.name.utf8 {
-                                    headerBuffer[offset] = byte
-                                    offset += 1
-                                }
-                                headerBuffer[offset] = 0
-                                offset += 1
-                                let valueStart = offset
-                                header.value.withUnsafeBytes { bytes in
-                                    if let base = bytes.baseAddress, bytes.count > 0 {
-                                        (headerBuffer.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)  // invariant: allocation is non-empty
-                                    }
-                                }
-                                offset += header.value.count
-                                let base = headerBuffer.baseAddress!  // invariant: allocation is non-empty
-                                append(apnsb_rd_kafka_vu_header(
-                                    (base + nameStart).assumingMemoryBound(to: CChar.self),
-                                    base + valueStart,
-                                    header.value.count))
-                            }
-                            defer { arguments.baseAddress!.deinitialize(count: index) }  // invariant: capacity >= 4
-                            guard let error = rd_kafka_produceva(rk, arguments.baseAddress, index) else {
-                                return .accepted
-                            }
-                            if rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR__QUEUE_FULL {
-                                rd_kafka_error_destroy(error)
-                                return .queueFull
-                            }
-                            return .failed(KafkaError(consuming: error, context: "produce to \(topic) failed"))
+            KafkaProducer.withOptionalBytes(key) { keyBytes in
+                withUnsafeTemporaryAllocation(byteCount: max(headerBytes, 1), alignment: 1) { headerBuffer in
+                    withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: argumentCount) { arguments in
+                        var index = 0
+                        func append(_ argument: rd_kafka_vu_t) {
+                            arguments.initializeElement(at: index, to: argument)
+                            index += 1
                         }
+                        append(apnsb_rd_kafka_vu_topic(topicName))
+                        if let valueBytes {
+                            append(apnsb_rd_kafka_vu_value(valueBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), valueBytes.count))
+                        }  // no value: a null value (tombstone)
+                        if let partition {
+                            append(apnsb_rd_kafka_vu_partition(partition))
+                        }
+                        if let timestampMilliseconds {
+                            append(apnsb_rd_kafka_vu_timestamp(timestampMilliseconds))
+                        }
+                        if let keyBytes {
+                            append(apnsb_rd_kafka_vu_key(keyBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), keyBytes.count))
+                        }
+                        append(apnsb_rd_kafka_vu_opaque(tag))
+                        append(apnsb_rd_kafka_vu_msgflags(apnsb_rd_kafka_msg_f_copy()))
+                        var offset = 0
+                        for header in headers {
+                            let nameStart = offset
+                            for byte in header.name.utf8 {
+                                headerBuffer[offset] = byte
+                                offset += 1
+                            }
+                            headerBuffer[offset] = 0
+                            offset += 1
+                            let valueStart = offset
+                            header.value.withUnsafeBytes { bytes in
+                                if let base = bytes.baseAddress, bytes.count > 0 {
+                                    (headerBuffer.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)  // invariant: allocation is non-empty
+                                }
+                            }
+                            offset += header.value.count
+                            let base = headerBuffer.baseAddress!  // invariant: allocation is non-empty
+                            append(apnsb_rd_kafka_vu_header(
+                                (base + nameStart).assumingMemoryBound(to: CChar.self),
+                                base + valueStart,
+                                header.value.count))
+                        }
+                        defer { arguments.baseAddress!.deinitialize(count: index) }  // invariant: capacity >= 4
+                        guard let error = rd_kafka_produceva(rk, arguments.baseAddress, index) else {
+                            return .accepted
+                        }
+                        if rd_kafka_error_code(error) == RD_KAFKA_RESP_ERR__QUEUE_FULL {
+                            rd_kafka_error_destroy(error)
+                            return .queueFull
+                        }
+                        return .failed(KafkaError(consuming: error, context: "produce to \(topic) failed"))
                     }
                 }
             }

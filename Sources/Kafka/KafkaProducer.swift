@@ -118,6 +118,19 @@ public final class KafkaProducer: @unchecked Sendable {
         return true
     }
 
+    /// ``produceNow(_:)`` for a value that is still in scratch memory (librdkafka copies it): a
+    /// record produced here needs no array of its own. On false, the caller makes the record and
+    /// enqueues it.
+    public func produceNow(topic: String, key: [UInt8]?, value: UnsafeRawBufferPointer,
+                           headers: [(name: String, value: [UInt8])], tag: UInt64) -> Bool {
+        guard outbox.count == 0 else { return false }
+        let outcome = withOpenClient { _ in
+            produceOnce(topic: topic, key: key, valueBytes: value, headers: headers, tag: tag)
+        }
+        guard case .accepted? = outcome else { return false }
+        return true
+    }
+
     /// Wakes the publisher thread for records enqueued with `wakingPublisher: false`. Any thread,
     /// never blocks (at most one `write(2)` to a pipe).
     public func wakePublisher() {

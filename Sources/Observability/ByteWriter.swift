@@ -161,11 +161,21 @@ extension Array where Element == UInt8 {
     /// limit would take the allocator's large-chunk path for every record.
     public mutating func appendWriting(maxBytes: Int, _ body: (inout ByteWriter) -> Void) {
         guard maxBytes > 0 else { return }
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxBytes) { scratch in
-            // invariant: a capacity above zero was asked for, so the storage exists.
-            var writer = ByteWriter(start: scratch.baseAddress!, capacity: maxBytes)
+        ByteWriter.withWritten(maxBytes: maxBytes, body) { append(contentsOf: $0) }
+    }
+}
+
+extension ByteWriter {
+    /// Runs `body` to write at most `maxBytes` into scratch memory (on the stack up to 1 KiB)
+    /// and hands what it wrote to `use`, for a caller that only needs the bytes for a moment
+    /// (a record librdkafka copies): no array is made.
+    public static func withWritten<Result>(maxBytes: Int, _ body: (inout ByteWriter) -> Void,
+                                           use: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(maxBytes, 1)) { scratch in
+            // invariant: a capacity of at least one was asked for, so the storage exists.
+            var writer = ByteWriter(start: scratch.baseAddress!, capacity: max(maxBytes, 0))
             body(&writer)
-            append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
+            return use(UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
         }
     }
 }

@@ -169,13 +169,22 @@ struct KafkaProducerTests {
             KafkaOutboundRecord(topic: "direct", key: nil, value: Array("v\(tag)".utf8),
                                 headers: [(name: "request-id", value: Array("r\(tag)".utf8))], tag: tag)
         }
-        #expect(producer.produceNow(record(0)))
+        // `fromBytes`: the form that takes the value as bytes in scratch memory (odd tags by default).
+        func produceNow(_ tag: UInt64, fromBytes: Bool? = nil) -> Bool {
+            let record = record(tag)
+            guard fromBytes ?? (tag % 2 == 1) else { return producer.produceNow(record) }
+            return record.value.withUnsafeBytes {
+                producer.produceNow(topic: record.topic, key: record.key, value: $0, headers: record.headers, tag: record.tag)
+            }
+        }
+        #expect(produceNow(0))
         #expect(waitFor { recorder.all.count == 1 })
 
         cluster.setBrokerDown(1)
         // Taken while librdkafka has room; refused (not waited for) once its queue is full.
-        for tag in UInt64(1)...3 { #expect(producer.produceNow(record(tag))) }
-        #expect(!producer.produceNow(record(4)))
+        for tag in UInt64(1)...3 { #expect(produceNow(tag)) }
+        #expect(!produceNow(4, fromBytes: false))
+        #expect(!produceNow(4, fromBytes: true))
         producer.enqueue(record(4))
         #expect(producer.outboxCount == 1)
         cluster.setBrokerUp(1)
@@ -184,7 +193,8 @@ struct KafkaProducerTests {
         // A record waits in the outbox (the publisher thread not woken for it): the queue has
         // room, but nothing may pass that record.
         producer.enqueue(record(5), wakingPublisher: false)
-        #expect(!producer.produceNow(record(6)))
+        #expect(!produceNow(6, fromBytes: false))
+        #expect(!produceNow(6, fromBytes: true))
         producer.enqueue(record(6))
         #expect(waitFor(timeout: .seconds(30)) { recorder.all.count == 7 })
         #expect(recorder.all.allSatisfy { $0.error == nil })
@@ -194,7 +204,8 @@ struct KafkaProducerTests {
         #expect(stored.compactMap(\.value).map { String(decoding: $0, as: UTF8.self) } == (0...6).map { "v\($0)" })
 
         producer.close()
-        #expect(!producer.produceNow(record(7)))
+        #expect(!produceNow(7, fromBytes: false))
+        #expect(!produceNow(7, fromBytes: true))
     }
 
     /// Threads producing with `produceNow` (falling back to `enqueue`) while another closes the

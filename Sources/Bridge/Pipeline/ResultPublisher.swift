@@ -81,9 +81,22 @@ final class ResultPublisher: ResultSink {
 
     /// Publishes one result on the results topic, keyed by the request id.
     func publishResult(_ result: PushResult, context: RequestContext) {
-        var value: [UInt8] = []  // sized by the encoder
-        ResultRecordEncoder.appendResult(result, to: &value)
-        produce(topic: resultsTopic, key: context.requestIDBytes, value: value, headers: context.requestIDHeader, context: context)
+        ResultRecordEncoder.withResult(result) { value in
+            guard !transactional else {
+                produce(topic: resultsTopic, key: context.requestIDBytes, value: Array(value), headers: context.requestIDHeader,
+                        context: context)
+                return
+            }
+            // Produced straight from the encoder's scratch memory when librdkafka takes it now;
+            // an array is made only for a record that waits in the outbox.
+            produce(topic: resultsTopic, key: context.requestIDBytes, headers: context.requestIDHeader, context: context,
+                    countsAsWork: true) { tag in
+                producer.produceNow(topic: resultsTopic, key: context.requestIDBytes, value: UnsafeRawBufferPointer(value),
+                                    headers: context.requestIDHeader, tag: tag)
+            } makeValue: {
+                Array(value)
+            }
+        }
     }
 
     /// Publishes one invalid-token record, keyed by the token (log-compactable topic).
@@ -146,6 +159,24 @@ final class ResultPublisher: ResultSink {
             }
             return
         }
+        produce(topic: topic, key: key, headers: headers, context: context, countsAsWork: countsAsWork) { tag in
+            producer.produceNow(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: tag))
+        } makeValue: {
+            value
+        }
+    }
+
+    /// At least once: takes a hold of `context` for the record, tries `produceNow` with its tag
+    /// and, when that returns false, enqueues the record with the value `makeValue` makes.
+    private func produce(
+        topic: String,
+        key: [UInt8]?,
+        headers: [(name: String, value: [UInt8])],
+        context: RequestContext,
+        countsAsWork: Bool,
+        produceNow: (UInt64) -> Bool,
+        makeValue: () -> [UInt8]
+    ) {
         context.retain()
         // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
         guard !stopped.load(ordering: .acquiring) else { return }
@@ -155,9 +186,9 @@ final class ResultPublisher: ResultSink {
         // Never blocks: produced here when librdkafka has room and nothing waits before it, else
         // handed to the producer's publisher thread. A record Kafka refuses comes back through
         // the delivery handler with its error, like a failed delivery.
-        let record = KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers,
-                                         tag: context.retainedTag(countsAsWork: countsAsWork))
-        guard !producer.produceNow(record) else { return }
+        let tag = context.retainedTag(countsAsWork: countsAsWork)
+        guard !produceNow(tag) else { return }
+        let record = KafkaOutboundRecord(topic: topic, key: key, value: makeValue(), headers: headers, tag: tag)
         let deferred = wakeUps?.deferWakeUp() ?? false
         producer.enqueue(record, wakingPublisher: !deferred)
     }

@@ -10,12 +10,17 @@ public enum ResultRecordEncoder {
 
     /// Appends a result record (contract §3).
     public static func appendResult(_ result: PushResult, to buffer: inout [UInt8]) {
-        // Exact string lengths: the whole bound then fits the stack (see `appendWriting`).
+        withResult(result) { buffer.append(contentsOf: $0) }
+    }
+
+    /// Writes a result record (contract §3) into scratch memory and hands it to `use`.
+    public static func withResult<Value>(_ result: PushResult, _ use: (UnsafeBufferPointer<UInt8>) -> Value) -> Value {
+        // Exact string lengths: the whole bound then fits the stack (see `ByteWriter.withWritten`).
         let strings = ByteWriter.quotedBytes(result.requestID) + ByteWriter.quotedBytes(result.app)
             + ByteWriter.quotedBytes(result.token) + ByteWriter.quotedBytes(result.source.topic)
             + (result.reason.map(ByteWriter.quotedBytes) ?? 0) + (result.apnsID.map(ByteWriter.quotedBytes) ?? 0)
             + (result.apnsUniqueID.map(ByteWriter.quotedBytes) ?? 0)
-        buffer.appendWriting(maxBytes: fixedPartMaxBytes + strings) { writer in
+        return ByteWriter.withWritten(maxBytes: fixedPartMaxBytes + strings, { writer in
             writer.write("{\"request_id\":")
             writer.writeQuoted(result.requestID)
             writer.write(",\"app\":")
@@ -47,7 +52,7 @@ public enum ResultRecordEncoder {
             writer.write(",\"completed_at\":\"")
             writer.writeISO8601(result.completedAtMilliseconds)
             writer.write("\"}")
-        }
+        }, use: use)
     }
 
     /// Appends an invalid-token record (contract §4).
