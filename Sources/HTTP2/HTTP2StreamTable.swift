@@ -63,10 +63,12 @@ struct HTTP2StreamTable<Value> {
 
     /// Adds `value` for `key` (a positive stream id not in the table).
     mutating func insert(_ value: Value, forKey key: Int32) {
+        // invariant: nghttp2 hands out each positive stream id once per session.
         precondition(key > 0, "stream ids are positive")
         if (count + 1) * 2 > keys.count { grow() }
         var slot = home(of: key)
         while keys[slot] != 0 {
+            // invariant: as above, so an open stream's id never comes back.
             precondition(keys[slot] != key, "stream \(key) is already open")
             slot = (slot + 1) & mask
         }
