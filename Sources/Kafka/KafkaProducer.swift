@@ -109,13 +109,9 @@ public final class KafkaProducer: @unchecked Sendable {
     /// event loops: a record produced here costs no hand-off to the publisher thread (which
     /// still serves the delivery reports), and its memory is freed on the thread that made it.
     public func produceNow(_ record: KafkaOutboundRecord) -> Bool {
-        guard outbox.count == 0 else { return false }
-        let outcome = withOpenClient { _ in
-            produceOnce(topic: record.topic, key: record.key, value: record.value, headers: record.headers, tag: record.tag)
+        record.value.withUnsafeBytes {
+            produceNow(topic: record.topic, key: record.key, value: $0, headers: record.headers, tag: record.tag)
         }
-        // Closed, queue full or refused: enqueued, the outbox reports or retries it as any record.
-        guard case .accepted? = outcome else { return false }
-        return true
     }
 
     /// ``produceNow(_:)`` for a value that is still in scratch memory (librdkafka copies it): a
@@ -127,6 +123,7 @@ public final class KafkaProducer: @unchecked Sendable {
         let outcome = withOpenClient { _ in
             produceOnce(topic: topic, key: key, valueBytes: value, headers: headers, tag: tag)
         }
+        // Closed, queue full or refused: enqueued, the outbox reports or retries it as any record.
         guard case .accepted? = outcome else { return false }
         return true
     }

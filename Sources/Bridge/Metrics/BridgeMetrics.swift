@@ -145,4 +145,3 @@ public final class BridgeMetrics: Sendable {
         appsByPool[pool]?.retries.counter(at: MetricLabels.retryCauseIndex(cause)).increment()
     }
 }
-

@@ -79,23 +79,12 @@ final class ResultPublisher: ResultSink {
         unacknowledged.subtract(count, ordering: .relaxed)
     }
 
-    /// Publishes one result on the results topic, keyed by the request id.
+    /// Publishes one result on the results topic, keyed by the request id. The record is
+    /// written into scratch memory and produced from there (librdkafka copies it).
     func publishResult(_ result: PushResult, context: RequestContext) {
         ResultRecordEncoder.withResult(result) { value in
-            guard !transactional else {
-                produce(topic: resultsTopic, key: context.requestIDBytes, value: Array(value), headers: context.requestIDHeader,
-                        context: context)
-                return
-            }
-            // Produced straight from the encoder's scratch memory when librdkafka takes it now;
-            // an array is made only for a record that waits in the outbox.
-            produce(topic: resultsTopic, key: context.requestIDBytes, headers: context.requestIDHeader, context: context,
-                    countsAsWork: true) { tag in
-                producer.produceNow(topic: resultsTopic, key: context.requestIDBytes, value: UnsafeRawBufferPointer(value),
-                                    headers: context.requestIDHeader, tag: tag)
-            } makeValue: {
-                Array(value)
-            }
+            produce(topic: resultsTopic, key: context.requestIDBytes, value: UnsafeRawBufferPointer(value),
+                    headers: context.requestIDHeader, context: context)
         }
     }
 
@@ -103,8 +92,10 @@ final class ResultPublisher: ResultSink {
     func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext) {
         var value: [UInt8] = []  // sized by the encoder
         ResultRecordEncoder.appendInvalidToken(record, to: &value)
-        produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: value, headers: context.requestIDHeader,
-                context: context, countsAsWork: false)
+        value.withUnsafeBytes {
+            produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: $0, headers: context.requestIDHeader,
+                    context: context, countsAsWork: false)
+        }
     }
 
     /// Publishes an input record that could not become notifications, with its key and headers,
@@ -128,7 +119,7 @@ final class ResultPublisher: ResultSink {
         var value: [UInt8] = []
         ResultRecordEncoder.appendDeadLetter(
             deadLetter, source: context.source, original: message.value, maximumBytes: budget, to: &value)
-        produce(topic: deadLetterTopic, key: key, value: value, headers: headers, context: context)
+        value.withUnsafeBytes { produce(topic: deadLetterTopic, key: key, value: $0, headers: headers, context: context) }
     }
 
     /// A dead letter's value always has room for its code, detail and source.
@@ -142,10 +133,12 @@ final class ResultPublisher: ResultSink {
         return maximumRecordBytes - used
     }
 
+    /// Hands one output on. The value is only read during the call: an array of it is made only
+    /// for a record that is buffered (exactly once) or has to wait in the outbox.
     private func produce(
         topic: String,
         key: [UInt8]?,
-        value: [UInt8],
+        value: UnsafeRawBufferPointer,
         headers: [(name: String, value: [UInt8])],
         context: RequestContext,
         countsAsWork: Bool = true
@@ -154,29 +147,11 @@ final class ResultPublisher: ResultSink {
             guard !stopped.load(ordering: .acquiring) else { return }
             // Counted before the committer can see it (it subtracts it).
             unacknowledged.add(1, ordering: .relaxed)
-            if !context.buffer(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: 0)) {
+            if !context.buffer(KafkaOutboundRecord(topic: topic, key: key, value: Array(value), headers: headers, tag: 0)) {
                 unacknowledged.subtract(1, ordering: .relaxed)
             }
             return
         }
-        produce(topic: topic, key: key, headers: headers, context: context, countsAsWork: countsAsWork) { tag in
-            producer.produceNow(KafkaOutboundRecord(topic: topic, key: key, value: value, headers: headers, tag: tag))
-        } makeValue: {
-            value
-        }
-    }
-
-    /// At least once: takes a hold of `context` for the record, tries `produceNow` with its tag
-    /// and, when that returns false, enqueues the record with the value `makeValue` makes.
-    private func produce(
-        topic: String,
-        key: [UInt8]?,
-        headers: [(name: String, value: [UInt8])],
-        context: RequestContext,
-        countsAsWork: Bool,
-        produceNow: (UInt64) -> Bool,
-        makeValue: () -> [UInt8]
-    ) {
         context.retain()
         // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
         guard !stopped.load(ordering: .acquiring) else { return }
@@ -187,8 +162,8 @@ final class ResultPublisher: ResultSink {
         // handed to the producer's publisher thread. A record Kafka refuses comes back through
         // the delivery handler with its error, like a failed delivery.
         let tag = context.retainedTag(countsAsWork: countsAsWork)
-        guard !produceNow(tag) else { return }
-        let record = KafkaOutboundRecord(topic: topic, key: key, value: makeValue(), headers: headers, tag: tag)
+        guard !producer.produceNow(topic: topic, key: key, value: value, headers: headers, tag: tag) else { return }
+        let record = KafkaOutboundRecord(topic: topic, key: key, value: Array(value), headers: headers, tag: tag)
         let deferred = wakeUps?.deferWakeUp() ?? false
         producer.enqueue(record, wakingPublisher: !deferred)
     }
