@@ -18,7 +18,7 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// `close` cannot destroy the handle under them.
     let phase = Locked(Phase.open)
     /// The last topic handle seen by `poll` and its name (polling thread only).
-    private var topicName: (handle: OpaquePointer?, name: String) = (nil, "")
+    private var topicNames = TopicNameCache()
 
     /// Joins `groupID` and subscribes to `topics`.
     ///
@@ -93,12 +93,47 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// - Throws: ``KafkaError`` when the consumer is closed or hit a fatal error; transient
     ///   errors (broker down, unknown topic) are logged and skipped.
     public func poll(maxMessages: Int, timeoutMilliseconds: Int32) throws -> [KafkaMessage] {
-        guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
-        client.context.revokedDuringPoll.withLock { $0.removeAll() }
         var messages: [KafkaMessage] = []
         messages.reserveCapacity(min(maxMessages, 1024))
+        let revoked = try pollRecords(maxMessages: maxMessages, timeoutMilliseconds: timeoutMilliseconds) {
+            messages.append($0.message())
+        }
+        if !revoked.isEmpty {
+            // Revoked after their records were fetched: their new owner consumes them again from
+            // the committed offset.
+            let gone = Set(revoked)
+            messages.removeAll { gone.contains(KafkaTopicPartition(topic: $0.topic, partition: $0.partition)) }
+        }
+        return messages
+    }
+
+    /// Hands up to `maxMessages` records to `body` one by one, as librdkafka holds them (see
+    /// ``KafkaPolledRecord``: valid only during the call, key and headers read only when
+    /// copied), with the timing of ``poll(maxMessages:timeoutMilliseconds:)``. A record of a
+    /// partition revoked or lost earlier in this call is skipped; `body` may see a record whose
+    /// partition is revoked later in the call, exactly as it sees those of earlier calls.
+    /// - Returns: how many records `body` was given.
+    /// - Throws: as ``poll(maxMessages:timeoutMilliseconds:)``, after `body` saw the records
+    ///   that came before the error.
+    @discardableResult
+    public func poll(maxMessages: Int, timeoutMilliseconds: Int32,
+                     handling body: (borrowing KafkaPolledRecord) -> Void) throws -> Int {
+        var handed = 0
+        try pollRecords(maxMessages: maxMessages, timeoutMilliseconds: timeoutMilliseconds) { record in
+            handed += 1
+            body(record)
+        }
+        return handed
+    }
+
+    /// The loop of both polls: returns the partitions revoked or lost during the call.
+    private func pollRecords(maxMessages: Int, timeoutMilliseconds: Int32,
+                             _ body: (borrowing KafkaPolledRecord) -> Void) throws -> [KafkaTopicPartition] {
+        guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
+        client.context.revokedDuringPoll.withLock { $0.removeAll() }
         var timeout = timeoutMilliseconds
-        while messages.count < maxMessages {
+        var handed = 0
+        while handed < maxMessages {
             guard let message = rd_kafka_consumer_poll(client.pointer, timeout) else { break }
             timeout = 0
             defer { rd_kafka_message_destroy(message) }
@@ -114,21 +149,21 @@ public final class KafkaConsumer: @unchecked Sendable {
                 ])
                 continue
             }
-            messages.append(KafkaMessage(message, topicName: &topicName))
+            let record = KafkaPolledRecord(message, topic: topicNames.name(of: message))
+            let revokedEarlier = client.context.revokedDuringPoll.withLock { revoked in
+                !revoked.isEmpty && revoked.contains(record.topicPartition)
+            }
+            guard !revokedEarlier else { continue }
+            handed += 1
+            body(record)
         }
         if let fatal = client.context.fatalError.withLock({ $0 }) {
             throw fatal
         }
-        let revoked = client.context.revokedDuringPoll.withLock { revoked in
+        return client.context.revokedDuringPoll.withLock { revoked in
             defer { revoked.removeAll() }
             return revoked
         }
-        if !revoked.isEmpty {
-            // Their new owner consumes them again from the committed offset.
-            let gone = Set(revoked)
-            messages.removeAll { gone.contains(KafkaTopicPartition(topic: $0.topic, partition: $0.partition)) }
-        }
-        return messages
     }
 
     /// Commits the stored offsets, leaves the group (revocations reach ``rebalanceHandler``)

@@ -1,15 +1,9 @@
 import CRdKafka
 
 extension KafkaMessage {
-    /// Copies a consumed librdkafka record (which must have `err == 0`).
-    ///
-    /// - Parameter topicName: the cached name of the message's topic handle (`rkt`); replaced
-    ///   when this record belongs to another topic, so a batch from one topic decodes the name once.
-    init(_ message: UnsafePointer<rd_kafka_message_t>, topicName: inout (handle: OpaquePointer?, name: String)) {
+    /// Copies a consumed librdkafka record (which must have `err == 0`) of topic `topic`.
+    init(_ message: UnsafePointer<rd_kafka_message_t>, topic: String) {
         let record = message.pointee
-        if topicName.handle != record.rkt || topicName.handle == nil {
-            topicName = (record.rkt, record.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? "")
-        }
         var headers: [(name: String, value: [UInt8])] = []
         var headerList: OpaquePointer?
         if rd_kafka_message_headers(message, &headerList) == RD_KAFKA_RESP_ERR_NO_ERROR, let headerList {
@@ -26,7 +20,7 @@ extension KafkaMessage {
         }
         let timestamp = rd_kafka_message_timestamp(message, nil)
         self.init(
-            topic: topicName.name,
+            topic: topic,
             partition: record.partition,
             offset: record.offset,
             key: record.key.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: record.key_len)) },
@@ -34,5 +28,22 @@ extension KafkaMessage {
             headers: headers,
             timestampMilliseconds: timestamp >= 0 ? timestamp : nil
         )
+    }
+}
+
+/// The name of the last topic handle (`rkt`) a consumer saw, so a batch of records from one topic
+/// decodes the name once.
+struct TopicNameCache {
+    private var handle: OpaquePointer?
+    private var name = ""
+
+    /// The name of `message`'s topic ("" when it has no topic handle).
+    mutating func name(of message: UnsafePointer<rd_kafka_message_t>) -> String {
+        let topic = message.pointee.rkt
+        if handle != topic || handle == nil {
+            handle = topic
+            name = topic.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+        }
+        return name
     }
 }

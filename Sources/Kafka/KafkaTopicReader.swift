@@ -92,7 +92,7 @@ public enum KafkaTopicReader {
         guard assigned == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(assigned, context: "assign \(topic)") }
 
         var messages: [KafkaMessage] = []
-        var topicName: (handle: OpaquePointer?, name: String) = (nil, "")
+        var topicNames = TopicNameCache()
         while try !isDone(messages, client) {
             let now = Timestamp.monotonicNanoseconds()
             guard now < deadline else { break }
@@ -100,7 +100,7 @@ public enum KafkaTopicReader {
             guard let message = rd_kafka_consumer_poll(client.pointer, wait) else { continue }
             defer { rd_kafka_message_destroy(message) }
             guard message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
-            messages.append(KafkaMessage(message, topicName: &topicName))
+            messages.append(KafkaMessage(message, topic: topicNames.name(of: message)))
         }
         return messages
     }

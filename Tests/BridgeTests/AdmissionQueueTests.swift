@@ -21,7 +21,7 @@ import Testing
 
     @Test func largeRecordsLimitWhatAPollBringsIn() {
         var queue = AdmissionQueue(largestWork: 1)
-        queue.append([Self.message(0, bytes: 400_000)], progress: [:])
+        queue.append(Self.message(0, bytes: 400_000), progress: nil)
         #expect(queue.pollSize(room: 20_000) == AdmissionQueue.waitingByteBudget / 400_000)
     }
 
@@ -29,10 +29,11 @@ import Testing
         var queue = AdmissionQueue(largestWork: 1)
         let progress = PartitionProgress(topicPartition: KafkaTopicPartition(topic: "t", partition: 0),
                                          storeQueue: OffsetStoreQueue { _, _ in })
-        queue.append((0..<3).map { Self.message($0, bytes: 10) },
-                     progress: [KafkaTopicPartition(topic: "t", partition: 0): progress])
-        queue.append([KafkaMessage(topic: "other", partition: 1, offset: 9, key: nil, value: nil, headers: [],
-                                   timestampMilliseconds: nil)], progress: [:])
+        for offset in Int64(0)..<3 {
+            queue.append(Self.message(offset, bytes: 10), progress: progress)
+        }
+        queue.append(KafkaMessage(topic: "other", partition: 1, offset: 9, key: nil, value: nil, headers: [],
+                                  timestampMilliseconds: nil), progress: nil)
         #expect(queue.count == 4)
         for offset in Int64(0)..<3 {
             let entry = queue.popFirst()

@@ -50,6 +50,67 @@ struct KafkaConsumerTests {
         }
     }
 
+    /// The borrowed form: each record's fields as librdkafka holds them, and a copy with key and
+    /// headers (read only then) equal to what the copying poll returns.
+    @Test func polledRecordsHoldWhatTheirCopiesHold() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("requests", partitions: 2)
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
+            deliveryHandler: { _, _ in })
+        defer { producer.close() }
+        let count = 300
+        for index in 0..<count {
+            // Every third record has no headers, every fifth a null value, every seventh a null key.
+            try producer.produce(
+                topic: "requests", key: index % 7 == 0 ? nil : Array("key-\(index)".utf8),
+                value: index % 5 == 0 ? nil : Array("value-\(index)".utf8),
+                headers: index % 3 == 0 ? [] : [(name: "request-id", value: Array("r\(index)".utf8))],
+                tag: UInt64(index))
+        }
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
+
+        let consumer = try KafkaConsumer(
+            bootstrapServers: cluster.bootstrapServers, groupID: "borrowers", topics: ["requests"],
+            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        defer { consumer.close() }
+        var copies: [KafkaMessage] = []
+        var handedOut = 0
+        let deadline = Date().addingTimeInterval(30)
+        while copies.count < count, Date() < deadline {
+            handedOut += try consumer.poll(maxMessages: 50, timeoutMilliseconds: 100) { record in
+                let copy = record.message()
+                #expect(record.topic == "requests" && copy.topic == "requests")
+                #expect(record.partition == copy.partition && record.offset == copy.offset)
+                #expect(record.topicPartition == KafkaTopicPartition(topic: "requests", partition: copy.partition))
+                #expect(record.timestampMilliseconds != nil && record.timestampMilliseconds == copy.timestampMilliseconds)
+                #expect(record.value.map { Array($0) } == copy.value)
+                copies.append(copy)
+            }
+        }
+        #expect(copies.count == count && handedOut == count)
+        var identified = Set<Int>()
+        for copy in copies {
+            // Indexes 0, 105 and 210 carry none of the three; every other record names its index.
+            guard let index = Self.index(of: copy) else { continue }
+            identified.insert(index)
+            #expect(copy.key == (index % 7 == 0 ? nil : Array("key-\(index)".utf8)))
+            #expect(copy.value == (index % 5 == 0 ? nil : Array("value-\(index)".utf8)))
+            #expect(copy.headers.map(\.name) == (index % 3 == 0 ? [] : ["request-id"]))
+            #expect(copy.header("request-id") == (index % 3 == 0 ? nil : Array("r\(index)".utf8)))
+        }
+        #expect(identified.count == count - 3)
+    }
+
+    /// The index a record of `polledRecordsHoldWhatTheirCopiesHold` carries in its key, value or header.
+    private static func index(of message: KafkaMessage) -> Int? {
+        if let key = message.key { return Int(String(decoding: key.dropFirst(4), as: UTF8.self)) }
+        if let value = message.value { return Int(String(decoding: value.dropFirst(6), as: UTF8.self)) }
+        if let header = message.header("request-id") { return Int(String(decoding: header.dropFirst(), as: UTF8.self)) }
+        return nil
+    }
+
     @Test func onlyStoredOffsetsAreCommitted() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }

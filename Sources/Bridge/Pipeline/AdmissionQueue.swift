@@ -43,25 +43,23 @@ struct AdmissionQueue {
         return max(1, min(1000, room / recentLargestWork, byBytes))
     }
 
-    /// Adds polled records, each with its partition's progress at poll time.
-    mutating func append(_ messages: consuming [KafkaMessage], progress: [KafkaTopicPartition: PartitionProgress]) {
+    /// Adds a polled record with its partition's progress when it was polled.
+    mutating func append(_ message: KafkaMessage, progress: PartitionProgress?) {
         if head == entries.count {
             entries.removeAll(keepingCapacity: true)
             head = 0
         }
-        var messages = messages
-        // Moved out one by one (each replaced by an empty record), not copied: a copy retains
-        // the record's topic, key, value and headers, and the poll's array releases them again.
-        for index in messages.indices {
-            var message = AdmissionQueue.emptyMessage
-            swap(&message, &messages[index])
-            let bytes = message.value?.count ?? 0
-            entries.append(Entry(progress: progress[message.topicPartition], message: message))
-            if bytes > recentLargestBytes {
-                recentLargestBytes = bytes
-            } else if recentLargestBytes > 0 {
-                recentLargestBytes -= (recentLargestBytes - bytes) / 64
-            }
+        noteRecordBytes(message.value?.count ?? 0)
+        entries.append(Entry(progress: progress, message: message))
+    }
+
+    /// Learns from one polled record's size (whether it waits here or was admitted at once):
+    /// grows at once, shrinks slowly.
+    mutating func noteRecordBytes(_ bytes: Int) {
+        if bytes > recentLargestBytes {
+            recentLargestBytes = bytes
+        } else if recentLargestBytes > 0 {
+            recentLargestBytes -= (recentLargestBytes - bytes) / 64
         }
     }
 

@@ -30,6 +30,7 @@ extension BridgePipeline {
         ])
         // Records polled and not yet admitted, with the assignment they were fetched under.
         var waiting = AdmissionQueue(largestWork: configuration.limits.maxTokensPerRequest)
+        var progressCache = PartitionProgressCache()
         while !isStopRequested, fatalReason == nil {
             lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
@@ -39,16 +40,23 @@ extension BridgePipeline {
             // record at most, so the group still sees this member alive while it waits for room.
             let wanted = waiting.isEmpty ? waiting.pollSize(room: room) : 1
             let timeout: Int32 = waiting.isEmpty || inFlight >= limit ? 100 : 0
-            let messages: [KafkaMessage]
             do {
-                messages = try consumer.poll(maxMessages: wanted, timeoutMilliseconds: timeout)
+                try consumer.poll(maxMessages: wanted, timeoutMilliseconds: timeout) { record in
+                    let progress = progressCache.progress(
+                        of: record.topicPartition, generation: assignmentGeneration.load(ordering: .relaxed), in: partitions)
+                    // Admitted where librdkafka holds it while there is room and nothing waits
+                    // before it; copied (key and headers too) only to wait, keeping the order.
+                    if waiting.isEmpty, inFlight < limit, !isStopRequested, fatalReason == nil {
+                        waiting.noteRecordBytes(record.value?.count ?? 0)
+                        waiting.recordWork(process(record, progress: progress))
+                        notePeakInFlight()
+                    } else {
+                        waiting.append(record.message(), progress: progress)
+                    }
+                }
             } catch {
                 fail("consumer: \(error)")
                 break
-            }
-            if !messages.isEmpty {
-                let progressByPartition = partitions.withLock { $0 }
-                waiting.append(consume messages, progress: progressByPartition)
             }
             admitWaiting(&waiting)
             dispatcher.flush()
@@ -90,7 +98,7 @@ extension BridgePipeline {
     /// - Returns: how many units of in-flight work the record caused (its distinct tokens, or
     ///   one dead letter); 0 when it was skipped.
     @discardableResult
-    func process(_ message: KafkaMessage, progress: PartitionProgress?) -> Int {
+    func process<Record: ConsumedRecord>(_ message: Record, progress: PartitionProgress?) -> Int {
         let topicPartition = message.topicPartition
         guard let progress else {
             // Not (or no longer) assigned: leave it for the partition's owner.
@@ -105,7 +113,7 @@ extension BridgePipeline {
         metrics.recordConsumed(topic: message.topic)
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
         let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
-        switch decoder.decode(value: message.value, source: source) {
+        switch decoder.decode(value: message.valueBytes, source: source) {
         case .deadLetter(let deadLetter):
             let context = RequestContext(
                 source: source, requestID: "\(source.topic)/\(source.partition)/\(source.offset)", app: "",
@@ -114,7 +122,7 @@ extension BridgePipeline {
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
             metrics.recordDeadLetter(deadLetter.code)
             workInFlight.add(1, ordering: .relaxed)  // before its acknowledgement can come
-            publisher.publishDeadLetter(deadLetter, message: message, context: context)
+            publisher.publishDeadLetter(deadLetter, message: message.message(), context: context)
             context.release()
             return 1
         case .request(let request):
@@ -162,6 +170,7 @@ extension BridgePipeline {
                     map[topicPartition] = PartitionProgress(topicPartition: topicPartition, completion: completion)
                 }
             }
+            assignmentGeneration.add(1, ordering: .relaxed)
             // While fetching is held back, new partitions join the pause.
             pausedPartitions.withLock { paused in
                 guard !paused.isEmpty else { return }
@@ -175,6 +184,7 @@ extension BridgePipeline {
         case .revoked(let revoked), .lost(let revoked):
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
             let leaving = partitions.withLock { map in revoked.compactMap { map.removeValue(forKey: $0) } }
+            assignmentGeneration.add(1, ordering: .relaxed)
             if let committer {
                 // Commit what they released, drop the rest: the new owner starts where this stops.
                 committer.finish(revoking: leaving)

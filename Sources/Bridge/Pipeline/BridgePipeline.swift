@@ -25,6 +25,9 @@ public final class BridgePipeline: Sendable {
     let committer: TransactionCommitter?
     let decoder: PushRequestDecoder
     let partitions = Locked<[KafkaTopicPartition: PartitionProgress]>([:])
+    /// Counts changes of `partitions` (consumer thread: rebalances run inside its polls), so the
+    /// consumer loop knows when a progress it remembered may be stale.
+    let assignmentGeneration = Atomic<Int>(0)
     /// At least once: partitions whose committable offset grew, stored by the consumer thread
     /// once per loop iteration (nil exactly once: transactions commit the offsets).
     let offsetStores: OffsetStoreQueue?
