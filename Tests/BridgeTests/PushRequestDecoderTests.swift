@@ -136,6 +136,18 @@ import Testing
         #expect(unknown.priority == 10)
     }
 
+    /// Every known name finds its own field (and no other): given twice, each is named back as
+    /// the field that appears more than once; one byte changed at either end, it is unknown.
+    @Test(arguments: ["id", "app", "tokens", "token", "payload", "topic", "environment", "push_type", "priority",
+                      "expiration", "collapse_id", "apns_id"])
+    func eachFieldNameFindsItsField(name: String) throws {
+        let twice = deadLetter("{\"\(name)\":null,\"\(name)\":null}")
+        #expect(twice?.detail == "field \"\(name)\": appears more than once")
+        let first = "X" + name.dropFirst(), last = name.dropLast() + "X"
+        let nearMisses = try request("{\"token\":\"\(Self.tokenA)\",\"payload\":{},\"\(first)\":1,\"\(first)\":1,\"\(last)\":1,\"\(last)\":1}")
+        #expect(nearMisses.validTokens == [Self.tokenA])
+    }
+
     @Test func tokenRules() {
         func detail(_ text: String) -> String? { deadLetter(text)?.detail }
         #expect(deadLetter("{\"payload\":{}}")?.code == .invalidRequest)

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import JSON
 /// The top-level fields of a request object, each found at most once.
 ///
@@ -56,14 +59,29 @@ struct RequestFields {
 
         var name: String { String(decoding: Self.names[rawValue], as: UTF8.self) }
 
+        /// The field named by `bytes`: chosen by length, then compared with that length's one or
+        /// two names (no loop over every name).
         init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
-            for (index, name) in Self.names.enumerated() where name.count == bytes.count {
-                if name.withUnsafeBufferPointer({ $0.elementsEqual(bytes) }) {
-                    self.init(rawValue: index)
-                    return
-                }
+            let field: Field? = switch bytes.count {
+            case 2: Self.match(bytes, "id", .id)
+            case 3: Self.match(bytes, "app", .app)
+            case 5: Self.match(bytes, "token", .token) ?? Self.match(bytes, "topic", .topic)
+            case 6: Self.match(bytes, "tokens", .tokens)
+            case 7: Self.match(bytes, "payload", .payload) ?? Self.match(bytes, "apns_id", .apnsID)
+            case 8: Self.match(bytes, "priority", .priority)
+            case 9: Self.match(bytes, "push_type", .pushType)
+            case 10: Self.match(bytes, "expiration", .expiration)
+            case 11: Self.match(bytes, "environment", .environment) ?? Self.match(bytes, "collapse_id", .collapseID)
+            default: nil
             }
-            return nil
+            guard let field else { return nil }
+            self = field
+        }
+
+        /// `field` when `bytes` (of `name`'s length) spell `name`.
+        private static func match(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString, _ field: Field) -> Field? {
+            guard let base = bytes.baseAddress else { return nil }
+            return memcmp(base, name.utf8Start, name.utf8CodeUnitCount) == 0 ? field : nil
         }
 
         init?(name: String) {
