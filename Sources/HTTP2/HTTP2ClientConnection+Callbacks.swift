@@ -1,4 +1,5 @@
 import CNGHTTP2
+import Observability
 
 // nghttp2 callbacks of the client session. Each is a plain C function; `userData` is the
 // HTTP2ClientConnection (unretained). They run on the loop thread, inside
@@ -91,7 +92,7 @@ extension HTTP2ClientConnection {
     func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard let index = streams.slot(of: streamID) else { return }
         if name.first == UInt8(ascii: ":") {
-            if name.count == 7 && name.elementsEqual(":status".utf8) {
+            if ByteScan.equals(name, ":status") {
                 var status = 0
                 for digit in value where digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") {
                     status = status * 10 + Int(digit - UInt8(ascii: "0"))

@@ -132,6 +132,20 @@ import Testing
         return out + [UInt8(ascii: "\"")]
     }
 
+    @Test func byteScanEqualsMatchesWholeSpellingsOnly() {
+        func equals(_ text: String, _ name: StaticString) -> Bool {
+            Array(text.utf8).withUnsafeBufferPointer { ByteScan.equals($0, name) }
+        }
+        #expect(equals(":status", ":status"))
+        #expect(!equals(":statu", ":status"))
+        #expect(!equals(":statuss", ":status"))
+        #expect(!equals(":Status", ":status"))
+        #expect(!equals(":statuS", ":status"))
+        #expect(equals("", ""))
+        #expect(!equals("", "a"))
+        #expect(ByteScan.equals(UnsafeBufferPointer(start: nil, count: 0), ""))
+    }
+
     @Test func levelsParseTheirConfigurationNames() {
         #expect(Logger.Level(name: "warning") == .warning)
         #expect(Logger.Level(name: "verbose") == nil)

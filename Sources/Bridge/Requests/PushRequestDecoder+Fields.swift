@@ -1,7 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import JSON
+import Observability
 /// The top-level fields of a request object, each found at most once.
 ///
 /// Kept as positions in the document next to its root: a `JSONValue` per field held a reference
@@ -78,10 +76,9 @@ struct RequestFields {
             self = field
         }
 
-        /// `field` when `bytes` (of `name`'s length) spell `name`.
+        /// `field` when `bytes` spell `name`.
         private static func match(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString, _ field: Field) -> Field? {
-            guard let base = bytes.baseAddress else { return nil }
-            return memcmp(base, name.utf8Start, name.utf8CodeUnitCount) == 0 ? field : nil
+            ByteScan.equals(bytes, name) ? field : nil
         }
 
         init?(name: String) {
