@@ -46,10 +46,9 @@ extension BridgePipeline {
                         of: record.topicPartition, generation: assignmentGeneration.load(ordering: .relaxed), in: partitions)
                     // Admitted where librdkafka holds it while there is room and nothing waits
                     // before it; copied (key and headers too) only to wait, keeping the order.
-                    if waiting.isEmpty, inFlight < limit, !isStopRequested, fatalReason == nil {
+                    if waiting.isEmpty, canAdmit(limit: limit) {
                         waiting.noteRecordBytes(record.value?.count ?? 0)
-                        waiting.recordWork(process(record, progress: progress))
-                        notePeakInFlight()
+                        admit(record, progress: progress, learningInto: &waiting)
                     } else {
                         waiting.append(record.message(), progress: progress)
                     }
@@ -84,12 +83,23 @@ extension BridgePipeline {
     /// one request (its tokens), whatever the fan-out of the records fetched.
     func admitWaiting(_ waiting: inout AdmissionQueue) {
         let limit = configuration.limits.maxInFlight
-        while inFlight < limit, !isStopRequested, fatalReason == nil, let next = waiting.popFirst() {
+        while canAdmit(limit: limit), let next = waiting.popFirst() {
             // Records left unprocessed here are neither tracked nor committed.
-            let work = process(next.message, progress: next.progress)
-            waiting.recordWork(work)
-            notePeakInFlight()
+            admit(next.message, progress: next.progress, learningInto: &waiting)
         }
+    }
+
+    /// Whether another record may be admitted: work under `limit`, no stop, no fatal error.
+    private func canAdmit(limit: Int) -> Bool {
+        inFlight < limit && !isStopRequested && fatalReason == nil
+    }
+
+    /// Processes one record, lets `waiting` learn the work it caused (for sizing polls) and
+    /// records the peak of in-flight work.
+    private func admit<Record: ConsumedRecord>(_ record: Record, progress: PartitionProgress?,
+                                               learningInto waiting: inout AdmissionQueue) {
+        waiting.recordWork(process(record, progress: progress))
+        notePeakInFlight()
     }
 
     /// Decodes one record and hands out its work; the record's own hold is released last.
