@@ -71,20 +71,25 @@ run: setup
 	$(SWIFT) build
 	$(BIN_DEBUG) demo
 
+## The allocator the Docker image preloads into the bridge (Debian package libjemalloc2): the
+## benchmarks and the soak run the bridge with it too. `make bench PRELOAD=` for glibc's.
+PRELOAD ?= libjemalloc.so.2
+PRELOAD_WRAPPER = $(if $(PRELOAD),--wrapper 'env LD_PRELOAD=$(PRELOAD)')
+
 ## Runs the benchmark (release build) against the simulator, with h2load as the reference ceiling.
 bench: release
-	$(BIN_RELEASE) bench
+	$(BIN_RELEASE) bench $(PRELOAD_WRAPPER)
 
 ## Scaling out in a run: one, two and three `apns-bridge run` instances in one group against the
 ## same simulator and mock cluster (rate per instance and in total; docs/BENCHMARKS.md).
 bench-scale: release
-	@for instances in 1 2 3; do $(BIN_RELEASE) bench --instances $$instances --skip-paced || exit 1; done
+	@for instances in 1 2 3; do $(BIN_RELEASE) bench --instances $$instances --skip-paced $(PRELOAD_WRAPPER) || exit 1; done
 
 ## Resident memory of a real `apns-bridge run` process (docs/BENCHMARKS.md): 1,000,000
 ## notifications in requests of 5,000 tokens plus 50,000 single-token requests wait while APNs
 ## is unreachable, then the bridge catches up; exit 1 if its peak RSS passes 256 MB. (~1.5 min)
 bench-memory: release
-	$(BIN_RELEASE) bench --memory
+	LD_PRELOAD=$(PRELOAD) $(BIN_RELEASE) bench --memory
 
 ## Fuzzing (docs/FUZZING.md): libFuzzer targets built with -sanitize=fuzzer,address in their own
 ## build directory (the manifest declares them only when APNS_BRIDGE_FUZZ is set). Each runs
@@ -118,7 +123,7 @@ SOAK_RATE ?= 3000
 ## the end) so that each sample line appears as it is taken.
 soak: setup
 	$(SWIFT) build --build-tests
-	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SAMPLE_SECONDS=$(SOAK_SAMPLE_SECONDS) SOAK_RATE=$(SOAK_RATE) \
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SAMPLE_SECONDS=$(SOAK_SAMPLE_SECONDS) SOAK_RATE=$(SOAK_RATE) SOAK_PRELOAD=$(PRELOAD) \
 		$$($(SWIFT) build --show-bin-path)/apns-bridgePackageTests.xctest --testing-library swift-testing --filter SoakTests
 
 ## The 3-minute soak CI runs (part of `make test`).

@@ -14,6 +14,10 @@ struct SoakSettings: Sendable {
     /// about half of what the debug build keeps up with in this set-up on the 2-core machine of
     /// docs/BENCHMARKS.md; see docs/RELIABILITY.md.
     let rate: Int
+    /// `SOAK_PRELOAD` (unset: none): a shared library the bridge runs with through `LD_PRELOAD`,
+    /// e.g. `libjemalloc.so.2`, the allocator of the Docker image (`make soak` sets it). The soak
+    /// then requires that the library was loaded, so that a missing one cannot pass unnoticed.
+    let preload: String?
 
     static let fromEnvironment: SoakSettings? = {
         let environment = ProcessInfo.processInfo.environment
@@ -21,7 +25,8 @@ struct SoakSettings: Sendable {
         return SoakSettings(
             seconds: seconds,
             sampleSeconds: environment["SOAK_SAMPLE_SECONDS"].flatMap(Int.init).map { max(1, $0) } ?? 60,
-            rate: environment["SOAK_RATE"].flatMap(Int.init).map { max(1, $0) } ?? 3000)
+            rate: environment["SOAK_RATE"].flatMap(Int.init).map { max(1, $0) } ?? 3000,
+            preload: environment["SOAK_PRELOAD"].flatMap { $0.isEmpty ? nil : $0 })
     }()
 }
 

@@ -49,9 +49,12 @@ struct SoakTests {
         """)
         let load = try SoakLoad(bootstrapServers: kafka.bootstrapServers, requestTopic: topics.requests, resultsTopic: topics.results)
         defer { load.close() }
-        let bridge = try CapturedProcess(BridgeBinary.url, ["run", "--config", configFile.path])
+        let bridge = try CapturedProcess(BridgeBinary.url, ["run", "--config", configFile.path],
+                                         environment: settings.preload.map { ["LD_PRELOAD": $0] } ?? [:])
         let pid = bridge.process.processIdentifier
-        report("soak: \(settings.seconds) s at \(settings.rate) notifications/s, bridge pid \(pid), simulator faults \(Self.simulatorFaults.joined(separator: " "))")
+        report("soak: \(settings.seconds) s at \(settings.rate) notifications/s, bridge pid \(pid)"
+               + (settings.preload.map { " with \($0) preloaded" } ?? "")
+               + ", simulator faults \(Self.simulatorFaults.joined(separator: " "))")
 
         // Under load: produce on schedule, read results, sample once per interval.
         var samples: [SoakSample] = []
@@ -73,6 +76,11 @@ struct SoakTests {
             if elapsed >= Double(settings.seconds) { break }
         }
         try #require(bridge.process.isRunning, "the bridge exited during the soak: \(bridge.errorOutput.suffix(2000))")
+        if let preload = settings.preload {
+            // ld.so only warns about a preload it cannot find; the soak must not pass on glibc's allocator then.
+            let loaded = ProcessSample.mappedFiles(pid: pid).contains { $0.hasSuffix("/" + preload) }
+            #expect(loaded, "\(preload) is not loaded in the bridge (Debian package libjemalloc2?): \(bridge.errorOutput.prefix(500))")
+        }
 
         // Drain: every notification answered, every offset committed, then a clean stop.
         #expect(load.flush())
