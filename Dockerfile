@@ -32,7 +32,7 @@ WORKDIR /var/lib/apns-bridge
 ENV APNS_BRIDGE_CONFIG=/etc/apns-bridge/bridge.yaml
 # jemalloc instead of glibc's allocator: records are allocated on one thread and freed on another
 # (librdkafka's, the consumer's, the event loops'), which glibc's per-thread caches do not serve;
-# about 15 % less CPU per notification (docs/BENCHMARKS.md). `-e LD_PRELOAD=` turns it off.
+# 11–15 % less CPU per notification (docs/BENCHMARKS.md, "The allocator"). `-e LD_PRELOAD=` turns it off.
 ENV LD_PRELOAD=libjemalloc.so.2
 # http.listen (/metrics, /healthz, /readyz); the configuration decides the address.
 EXPOSE 9464
