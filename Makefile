@@ -88,6 +88,8 @@ bench-scale: release
 ## Resident memory of a real `apns-bridge run` process (docs/BENCHMARKS.md): 1,000,000
 ## notifications in requests of 5,000 tokens plus 50,000 single-token requests wait while APNs
 ## is unreachable, then the bridge catches up; exit 1 if its peak RSS passes 256 MB. (~1.5 min)
+## (The whole benchmark process inherits the preload here, not only the bridge it starts; the
+## figures are the bridge's.)
 bench-memory: release
 	LD_PRELOAD=$(PRELOAD) $(BIN_RELEASE) bench --memory
 

@@ -104,9 +104,11 @@ struct ProcStat {
     }
 }
 
-/// Reads a small procfs file whole.
-enum ProcFile {
-    static func read(_ path: String) -> String? {
+/// Reads a small procfs file whole (up to 1 MB): procfs reports sizes of 0 and one `read`
+/// may return only part of a file, so it reads until end of file.
+package enum ProcFile {
+    /// The file's text, or nil when it cannot be opened.
+    package static func read(_ path: String) -> String? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }

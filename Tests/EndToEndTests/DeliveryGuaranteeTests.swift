@@ -131,7 +131,8 @@ struct DeliveryGuaranteeTests {
         // The hand-over usually takes a few seconds. Once, in a CI run, the mock cluster's
         // cooperative rebalances gave B an empty assignment every 5 s for 55 s after A had
         // revoked, and B got the partitions 60 s after A had been assigned (librdkafka's
-        // `socket.timeout.ms`): the wait allows for that; B never getting them still fails.
+        // `socket.timeout.ms` is 60 s; the cause was not confirmed): the wait allows for that;
+        // B never getting them still fails.
         let second = try BackgroundPipeline(configuration: secondConfiguration)
         defer { second.stop() }
         #expect(waitFor(timeout: .seconds(90)) { second.pipeline.assignedPartitionCount == 2 })

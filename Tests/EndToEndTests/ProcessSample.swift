@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 
 /// What `/proc/<pid>` says about a running process: resident memory, open descriptors, threads.
 struct ProcessSample: Sendable {
@@ -23,20 +24,9 @@ struct ProcessSample: Sendable {
         self.threads = threads
     }
 
-    /// The paths of the files `pid` has mapped (/proc/<pid>/maps), read to its end: the kernel
-    /// reports the file's size as 0, and one read returns only part of it.
+    /// The paths of the files `pid` has mapped (/proc/<pid>/maps, read to its end).
     static func mappedFiles(pid: Int32) -> Set<String> {
-        let descriptor = open("/proc/\(pid)/maps", O_RDONLY)
-        guard descriptor >= 0 else { return [] }
-        defer { close(descriptor) }
-        var contents: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            contents += chunk[..<count]
-        }
-        let lines = String(decoding: contents, as: UTF8.self).split(separator: "\n")
+        let lines = (ProcFile.read("/proc/\(pid)/maps") ?? "").split(separator: "\n")
         return Set(lines.compactMap { line in line.firstIndex(of: "/").map { String(line[$0...]) } })
     }
 
