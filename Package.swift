@@ -45,7 +45,7 @@ let package = Package(
         // the executable's `demo` and `bench` commands and by the tests, never by the service itself.
         .target(
             name: "BridgeLocal",
-            dependencies: ["Bridge", "Kafka", "APNs", "APNsSimulator", "JSON", "Observability"],
+            dependencies: ["Bridge", "Kafka", "HTTP2", "APNs", "APNsSimulator", "JSON", "Observability"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -49,6 +49,9 @@ public enum BenchmarkRunner {
             partitions: Int32(settings.partitions), maxConcurrentStreams: settings.simulatorStreams,
             simulatorThreads: settings.simulatorThreads, simulatorLatency: .milliseconds(settings.simulatorLatencyMilliseconds))
         defer { environment.close() }
+        // Kafka's brokers accept with Nagle's algorithm off; the mock's leave it on, which held
+        // single fetches back for a delayed ACK (44 ms). Set before any client connects.
+        environment.kafka.disableNagle()
 
         if settings.runH2Load {
             let count = min(settings.notifications, settings.h2loadNotificationCap)
@@ -93,10 +96,6 @@ public enum BenchmarkRunner {
         produced += try warmUp(environment: environment, producer: pacedProducer, observer: observer, bridges: bridges,
                                settings: settings, report: &report, progress: progress)
 
-        // Every client is connected now. Kafka's brokers accept with Nagle's algorithm off; the
-        // mock's leave it on, which held single fetches back for a delayed ACK (44 ms).
-        environment.kafka.disableNagleOnAcceptedConnections()
-
         // The peak run: the whole workload at once, as fast as the bridge takes it.
         let selfBefore = ProcessCPUTimes.sample()
         let before = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
@@ -139,7 +138,6 @@ public enum BenchmarkRunner {
             // the bridge producer's, whenever the observer reads them).
             let observed = try observer.assignment()
             try observer.pause(observed)
-            environment.kafka.disableNagleOnAcceptedConnections()  // any connection made since
             pacedProducer.start(records: paced.records, recordsPerSecond: rate)
             while !pacedProducer.isDone { usleep(10_000) }
             try observer.resume(observed)

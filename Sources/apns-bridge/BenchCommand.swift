@@ -18,11 +18,11 @@ enum BenchCommand {
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
                              [--max-in-flight M] [--outage-seconds T]
 
-    Starts librdkafka's mock Kafka cluster and the APNs simulator on 127.0.0.1, measures the
+    Starts librdkafka's mock Kafka cluster (with Nagle's algorithm off on its brokers' sockets, as
+    on Kafka's brokers; the mock leaves it on) and the APNs simulator on 127.0.0.1, measures the
     simulator with h2load (C connections, 100 streams each, the same notification count capped at
     200,000; its CPU time from wait4), then starts I `apns-bridge run` processes in one consumer
-    group, warms them up, turns Nagle's algorithm off on the mock brokers' connections (as Kafka's
-    brokers do; librdkafka's mock leaves it on), and runs:
+    group, warms them up, and runs:
       peak run    N requests of K distinct valid tokens, produced at once; throughput over the
                   window from the first result to the last, the bridge processes' CPU per
                   notification next to h2load's CPU per request, per instance rate and CPU;
