@@ -6,7 +6,8 @@ extension BenchmarkReport {
         var lines: [String] = []
         lines.append("workload: \(settings.requests) requests × \(settings.tokensPerRequest) token(s) = \(settings.notifications) notifications per run; \(settings.partitions) partitions, \(settings.instances) instance(s), \(settings.connections) connection(s) each, max_in_flight \(settings.maxInFlight), simulator threads \(settings.simulatorThreads), \(settings.simulatorStreams) streams per connection, latency \(settings.simulatorLatencyMilliseconds) ms, \(settings.exactlyOnce ? "exactly once" : "at least once")")
         if let h2load {
-            lines.append("h2load reference: \(h2load.total) requests in \(Self.format(h2load.seconds, 2)) s = \(Self.format(h2load.requestsPerSecond, 0)) req/s, CPU \(h2load.cpuMicrosecondsPerRequest.map { Self.format($0, 1) } ?? "-") µs per request (2xx \(h2load.status2xx), 4xx \(h2load.status4xx), 5xx \(h2load.status5xx), failed \(h2load.failed), errored \(h2load.errored))")
+            let rates = h2loadRuns.map { Self.format($0.requestsPerSecond, 0) }.joined(separator: ", ")
+            lines.append("h2load reference (the median of \(h2loadRuns.count) run(s): \(rates) req/s): \(h2load.total) requests in \(Self.format(h2load.seconds, 2)) s = \(Self.format(h2load.requestsPerSecond, 0)) req/s, CPU \(h2load.cpuMicrosecondsPerRequest.map { Self.format($0, 1) } ?? "-") µs per request (2xx \(h2load.status2xx), 4xx \(h2load.status4xx), 5xx \(h2load.status5xx), failed \(h2load.failed), errored \(h2load.errored))")
         }
         lines.append("warm-up: \(Self.format(startupSeconds, 2)) s (instances started, group joined, connections up; not measured)")
         lines.append("peak run: produced in \(Self.format(produceSeconds, 2)) s; window \(Self.format(windowSeconds, 2)) s first → last result (read afterwards in \(Self.format(observedWindowSeconds, 2)) s)")
@@ -85,6 +86,7 @@ extension BenchmarkReport {
             ("bridge_exit_codes", list(instances.map { "\($0.exitCode)" })),
             ("h2load_requests", h2load.map { "\($0.total)" } ?? "null"),
             ("h2load_requests_per_second", number(h2load?.requestsPerSecond, 1)),
+            ("h2load_runs_requests_per_second", list(h2loadRuns.map { Self.format($0.requestsPerSecond, 1) })),
             ("h2load_2xx", h2load.map { "\($0.status2xx)" } ?? "null"),
             ("share_of_h2load", number(shareOfH2Load, 4)),
         ]

@@ -21,8 +21,10 @@ public struct BenchmarkReport: Sendable {
 
     /// What was run (partitions as actually used).
     public var settings: BenchmarkSettings
-    /// The h2load reference, when it ran.
+    /// The h2load reference, when it ran: the run of median rate among `h2loadRuns`.
     public var h2load: H2LoadResult?
+    /// Every h2load run, in order.
+    public var h2loadRuns: [H2LoadResult] = []
     /// Things the reader should know (h2load missing or not all 2xx …).
     public var warnings: [String] = []
     /// Seconds to produce the peak run's requests and get Kafka's acknowledgements.

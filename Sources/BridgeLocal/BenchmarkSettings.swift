@@ -21,6 +21,9 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var runH2Load: Bool
     /// The most notifications the h2load reference sends.
     public var h2loadNotificationCap: Int
+    /// Back-to-back h2load runs; the reference is the one of median rate. On a shared 2-core
+    /// machine one run's rate moves by a quarter from one run to the next.
+    public var h2loadRuns: Int = 3
     /// Give up when no result arrived for this long.
     public var idleTimeoutSeconds: Double
     /// Run the bridge with `kafka.exactly_once: true` (transactions) instead of at least once.

@@ -12,7 +12,7 @@ enum BenchCommand {
     Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--instances I] [--rate R]
                              [--partitions P] [--connections C] [--max-in-flight M]
                              [--simulator-threads T] [--simulator-latency MS] [--simulator-streams S]
-                             [--exactly-once] [--skip-h2load] [--skip-paced]
+                             [--exactly-once] [--skip-h2load] [--h2load-runs H] [--skip-paced]
                              [--consumer-property K=V …] [--wrapper 'COMMAND …'] [--json]
                              [--log-level LEVEL]
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
@@ -21,7 +21,8 @@ enum BenchCommand {
     Starts librdkafka's mock Kafka cluster (with Nagle's algorithm off on its brokers' sockets, as
     on Kafka's brokers; the mock leaves it on) and the APNs simulator on 127.0.0.1, measures the
     simulator with h2load (C connections, 100 streams each, the same notification count capped at
-    200,000; its CPU time from wait4), then starts I `apns-bridge run` processes in one consumer
+    200,000; H runs back to back, the run of median rate is the reference; its CPU time from
+    wait4), then starts I `apns-bridge run` processes in one consumer
     group, warms them up, and runs:
       peak run    N requests of K distinct valid tokens, produced at once; throughput over the
                   window from the first result to the last, the bridge processes' CPU per
@@ -47,6 +48,7 @@ enum BenchCommand {
       --simulator-streams S    the simulator's SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
       --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
+      --h2load-runs H          h2load runs back to back, the median is the reference (default 3)
       --skip-paced             do not run the paced run
       --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable;
                                the bench sets fetch.wait.max.ms=1: librdkafka's mock broker holds an
@@ -73,7 +75,7 @@ enum BenchCommand {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
                      "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property", "wrapper",
-                     "simulator-latency", "simulator-streams"],
+                     "simulator-latency", "simulator-streams", "h2load-runs"],
             flags: ["help", "skip-h2load", "memory", "exactly-once", "skip-paced", "json"]
         ))
         if options.flag("help") {
@@ -114,6 +116,7 @@ enum BenchCommand {
         }
         settings.simulatorLatencyMilliseconds = try options.integer("simulator-latency", default: 0, in: 0...10_000)
         settings.simulatorStreams = try options.integer("simulator-streams", default: 1000, in: 1...100_000)
+        settings.h2loadRuns = try options.integer("h2load-runs", default: 3, in: 1...9)
         settings.wrapper = (options.value("wrapper") ?? "").split(separator: " ").map(String.init)
         for property in options.values("consumer-property") {
             let parts = property.split(separator: "=", maxSplits: 1).map(String.init)

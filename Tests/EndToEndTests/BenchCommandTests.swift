@@ -111,10 +111,14 @@ struct BenchCommandTests {
             return
         }
         let (status, output, errorOutput) = try BridgeBinary.run([
-            "bench", "--requests", "50", "--tokens-per-request", "2", "--connections", "2",
+            "bench", "--requests", "50", "--tokens-per-request", "2", "--connections", "2", "--h2load-runs", "3",
         ])
         #expect(status == 0, "\(output)\n\(errorOutput)")
         let json = try Self.finalJSON(output)
+        // Three runs back to back; the reference is the one of median rate.
+        let rates = json["h2load_runs_requests_per_second"] as? [Double] ?? []
+        #expect(rates.count == 3)
+        #expect((json["h2load_requests_per_second"] as? Double).map { rates.sorted()[1] == $0 } == true)
         #expect(json["h2load_requests"] as? Int == 100)
         #expect(json["h2load_2xx"] as? Int == 100)
         // h2load's own CPU time (wait4) for those 100 requests.
@@ -127,6 +131,7 @@ struct BenchCommandTests {
         #expect(try BridgeBinary.run(["bench", "--connections", "many"]).status == 2)
         #expect(try BridgeBinary.run(["bench", "--rate", "0"]).status == 2)
         #expect(try BridgeBinary.run(["bench", "--instances", "0"]).status == 2)
+        #expect(try BridgeBinary.run(["bench", "--h2load-runs", "0"]).status == 2)
         #expect(try BridgeBinary.run(["bench", "--requests", "1000000", "--tokens-per-request", "100"]).status == 2)
         let (status, output, _) = try BridgeBinary.run(["bench", "--help"])
         #expect(status == 0)
@@ -147,6 +152,20 @@ struct BenchCommandTests {
         #expect(result.status2xx == 99990 && result.status4xx == 10)
         #expect(result.isNearlyAll2xx)
         #expect(H2LoadReference.parse("finished in 1.5s, 10 req/s, 1KB/s\n") == nil)
+    }
+
+    @Test func theH2LoadReferenceIsTheRunOfMedianRate() throws {
+        func run(_ rate: Int) throws -> H2LoadResult {
+            let summary = "finished in 1.00s, \(rate) req/s, 1.00MB/s\n"
+                + "requests: 10 total, 10 started, 10 done, 10 succeeded, 0 failed, 0 errored, 0 timeout\n"
+                + "status codes: 10 2xx, 0 3xx, 0 4xx, 0 5xx\n"
+            return try #require(H2LoadReference.parse(summary))
+        }
+        #expect(H2LoadResult.median(of: []) == nil)
+        #expect(H2LoadResult.median(of: [try run(5)])?.requestsPerSecond == 5)
+        #expect(H2LoadResult.median(of: [try run(175), try run(105), try run(133)])?.requestsPerSecond == 133)
+        // Of an even count, the faster of the middle two (the stricter reference).
+        #expect(H2LoadResult.median(of: [try run(4), try run(1), try run(3), try run(2)])?.requestsPerSecond == 3)
     }
 
     @Test func instancesFetchWithoutTheMockBrokersLongWaitUnlessTold() {
