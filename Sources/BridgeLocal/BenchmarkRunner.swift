@@ -66,8 +66,8 @@ public enum BenchmarkRunner {
                 }
             }
             report.h2load = H2LoadResult.median(of: report.h2loadRuns)
-            if let h2load = report.h2load, !h2load.isNearlyAll2xx {
-                report.warnings.append("h2load: only \(h2load.status2xx) of \(h2load.total) answers were 2xx")
+            for (index, run) in report.h2loadRuns.enumerated() where !run.isNearlyAll2xx {
+                report.warnings.append("h2load run \(index + 1): only \(run.status2xx) of \(run.total) answers were 2xx")
             }
         }
 
