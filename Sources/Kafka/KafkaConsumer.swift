@@ -119,7 +119,8 @@ public final class KafkaConsumer: @unchecked Sendable {
     public func poll(maxMessages: Int, timeoutMilliseconds: Int32,
                      handling body: (borrowing KafkaPolledRecord) -> Void) throws -> Int {
         var handed = 0
-        try pollRecords(maxMessages: maxMessages, timeoutMilliseconds: timeoutMilliseconds) { record in
+        // The revoked partitions matter only to `poll`'s other form; this one reports none.
+        _ = try pollRecords(maxMessages: maxMessages, timeoutMilliseconds: timeoutMilliseconds) { record in
             handed += 1
             body(record)
         }
