@@ -96,8 +96,7 @@ package struct HeaderBlock {
     }
 
     private mutating func appendString(_ text: String) {
-        var text = text
-        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+        text.withUTF8Bytes { append(UnsafeRawBufferPointer($0)) }
     }
 
     private mutating func append(_ source: UnsafeRawBufferPointer) {

@@ -205,8 +205,9 @@ struct JSONScannerState {
         let start = index
         index += 1  // opening quote
         var hasEscapes = false
-        skipPlainASCII()
         while true {
+            // Straight to the next byte that is not plain ASCII: most strings end at the first.
+            index = ByteScan.firstAttentionByte(in: bytes, from: index, stoppingAtNonASCII: true)
             guard index < bytes.count else {
                 throw error(.syntax, at: index, "unterminated string (started at byte \(start))")
             }
@@ -217,11 +218,8 @@ struct JSONScannerState {
             } else if byte == UInt8(ascii: "\\") {
                 hasEscapes = true
                 try parseEscape()
-                skipPlainASCII()
             } else if byte < 0x20 {
                 throw error(.syntax, at: index, "control character U+00\(Self.hex2(byte)) must be escaped in a string")
-            } else if byte < 0x80 {
-                index += 1
             } else if let length = UTF8Validation.sequenceLength(bytes, at: index) {
                 index += length
             } else {
@@ -229,14 +227,6 @@ struct JSONScannerState {
             }
         }
         nodes.append(JSONNode(tag: .string, hasEscapes: hasEscapes, start: start, end: index, next: nodes.count + 1, count: 0))
-    }
-
-    /// Moves past whole words of eight plain ASCII bytes (no quote, backslash, control
-    /// character or byte of 0x80 and above): most of a token or an id. The bytes after the last
-    /// whole word are left to the byte-by-byte loop.
-    @inline(__always)
-    mutating func skipPlainASCII() {
-        index = ByteScan.skipPlainWords(in: bytes, from: index, stoppingAtNonASCII: true)
     }
 
     /// Validates one escape sequence starting at the backslash.

@@ -53,8 +53,7 @@ public struct ByteWriter {
     /// Exactly the bytes `writeQuoted(value)` writes (one pass over the bytes): a bound that
     /// keeps a record's scratch memory small enough for the stack.
     public static func quotedBytes(_ value: String) -> Int {
-        var value = value
-        return value.withUTF8 { bytes in
+        value.withUTF8Bytes { bytes in
             var count = bytes.count + 2
             var index = firstEscapedByte(in: bytes, from: 0)
             while index < bytes.count {
@@ -73,8 +72,7 @@ public struct ByteWriter {
     /// or a topic) are copied at once; quotes, backslashes and control characters are escaped.
     public mutating func writeQuoted(_ value: String) {
         write(UInt8(ascii: "\""))
-        var value = value
-        value.withUTF8 { bytes in
+        value.withUTF8Bytes { bytes in
             var runStart = 0
             while true {
                 let index = Self.firstEscapedByte(in: bytes, from: runStart)
@@ -88,15 +86,10 @@ public struct ByteWriter {
     }
 
     /// The index of the first byte from `start` on that a JSON string must escape (below 0x20, a
-    /// quote or a backslash), or `bytes.count`. Eight bytes at a time while none does.
+    /// quote or a backslash), or `bytes.count`.
+    @inline(__always)
     static func firstEscapedByte(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
-        var index = ByteScan.skipPlainWords(in: bytes, from: start, stoppingAtNonASCII: false)
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
-            index += 1
-        }
-        return index
+        ByteScan.firstAttentionByte(in: bytes, from: start, stoppingAtNonASCII: false)
     }
 
     /// The escape sequence of a quote, a backslash or a control character.

@@ -146,6 +146,51 @@ import Testing
         #expect(ByteScan.equals(UnsafeBufferPointer(start: nil, count: 0), ""))
     }
 
+    /// The word-at-a-time search finds the same byte as a byte-by-byte one: every byte value at
+    /// every position of two words and a tail, after every start, and pairs of bytes in one word
+    /// (a borrow from the lower one must not hide or invent the first).
+    @Test func firstAttentionByteMatchesAByteByByteSearch() {
+        func reference(_ bytes: [UInt8], from start: Int, nonASCII: Bool) -> Int {
+            var index = start
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte < 0x20 || byte == 0x22 || byte == 0x5C || (nonASCII && byte >= 0x80) { return index }
+                index += 1
+            }
+            return index
+        }
+        func check(_ bytes: [UInt8]) {
+            bytes.withUnsafeBufferPointer { buffer in
+                for start in 0...bytes.count {
+                    for nonASCII in [false, true] {
+                        let found = ByteScan.firstAttentionByte(in: buffer, from: start, stoppingAtNonASCII: nonASCII)
+                        #expect(found == reference(bytes, from: start, nonASCII: nonASCII), "\(bytes) from \(start)")
+                    }
+                }
+            }
+        }
+        for value in 0...255 {
+            for position in 0..<19 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 19)
+                bytes[position] = UInt8(value)
+                check(bytes)
+            }
+        }
+        let edges: [UInt8] = [0x00, 0x01, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xA2, 0xDC, 0xFF]
+        for low in edges {
+            for high in edges {
+                for (first, second) in [(2, 3), (0, 7), (5, 6)] {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 16)
+                    bytes[first] = low
+                    bytes[second] = high
+                    check(bytes)
+                }
+            }
+        }
+        check([])
+        #expect(ByteScan.firstAttentionByte(in: UnsafeBufferPointer(start: nil, count: 0), from: 0, stoppingAtNonASCII: true) == 0)
+    }
+
     @Test func levelsParseTheirConfigurationNames() {
         #expect(Logger.Level(name: "warning") == .warning)
         #expect(Logger.Level(name: "verbose") == nil)

@@ -82,8 +82,7 @@ struct RequestFields {
         }
 
         init?(name: String) {
-            var name = name
-            guard let field = name.withUTF8({ Field(utf8: $0) }) else { return nil }
+            guard let field = name.withUTF8Bytes({ Field(utf8: $0) }) else { return nil }
             self = field
         }
     }
@@ -161,11 +160,10 @@ extension PushRequestDecoder {
 
     /// The lower-cased token if it is an even number (64–200) of hex digits, else nil.
     static func normalizedToken(_ text: String) -> String? {
-        var text = text
         let count = text.utf8.count
         guard count >= 64, count <= 200, count % 2 == 0 else { return nil }
         // Over the contiguous bytes, one table load and one OR per byte, no branch.
-        let classes = text.withUTF8 { bytes in
+        let classes = text.withUTF8Bytes { bytes in
             tokenByteClasses.withUnsafeBufferPointer { table in
                 var classes: UInt8 = 0
                 for byte in bytes { classes |= table[Int(byte)] }
