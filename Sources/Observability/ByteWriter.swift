@@ -161,14 +161,16 @@ extension Array where Element == UInt8 {
 extension ByteWriter {
     /// Runs `body` to write at most `maxBytes` into scratch memory (on the stack up to 1 KiB)
     /// and hands what it wrote to `use`, for a caller that only needs the bytes for a moment
-    /// (a record librdkafka copies): no array is made.
-    public static func withWritten<Result>(maxBytes: Int, _ body: (inout ByteWriter) -> Void,
-                                           use: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+    /// (a record librdkafka copies): no array is made. Not generic over a result: a generic one
+    /// made every call look up the metadata of the temporary allocation's result type at run
+    /// time (about 330 instructions, a record's quoting of four strings).
+    public static func withWritten(maxBytes: Int, _ body: (inout ByteWriter) -> Void,
+                                   use: (UnsafeBufferPointer<UInt8>) -> Void) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(maxBytes, 1)) { scratch in
             // invariant: a capacity of at least one was asked for, so the storage exists.
             var writer = ByteWriter(start: scratch.baseAddress!, capacity: max(maxBytes, 0))
             body(&writer)
-            return use(UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
+            use(UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
         }
     }
 }

@@ -14,13 +14,13 @@ public enum ResultRecordEncoder {
     }
 
     /// Writes a result record (contract §3) into scratch memory and hands it to `use`.
-    public static func withResult<Value>(_ result: PushResult, _ use: (UnsafeBufferPointer<UInt8>) -> Value) -> Value {
+    public static func withResult(_ result: PushResult, _ use: (UnsafeBufferPointer<UInt8>) -> Void) {
         // Exact string lengths: the whole bound then fits the stack (see `ByteWriter.withWritten`).
         let strings = ByteWriter.quotedBytes(result.requestID) + ByteWriter.quotedBytes(result.app)
             + ByteWriter.quotedBytes(result.token) + ByteWriter.quotedBytes(result.source.topic)
             + (result.reason.map(ByteWriter.quotedBytes) ?? 0) + (result.apnsID.map(ByteWriter.quotedBytes) ?? 0)
             + (result.apnsUniqueID.map(ByteWriter.quotedBytes) ?? 0)
-        return ByteWriter.withWritten(maxBytes: fixedPartMaxBytes + strings, { writer in
+        ByteWriter.withWritten(maxBytes: fixedPartMaxBytes + strings, { writer in
             writer.write("{\"request_id\":")
             writer.writeQuoted(result.requestID)
             writer.write(",\"app\":")
