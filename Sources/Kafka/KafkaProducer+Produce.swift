@@ -1,4 +1,5 @@
 import CRdKafka
+import Observability
 
 /// Points at a readable byte for empty (not null) keys and values: librdkafka reads a NULL
 /// pointer as a null key or value.
@@ -64,9 +65,11 @@ extension KafkaProducer {
                         var offset = 0
                         for header in headers {
                             let nameStart = offset
-                            for byte in header.name.utf8 {
-                                headerBuffer[offset] = byte
-                                offset += 1
+                            header.name.withUTF8Bytes { name in
+                                if let base = name.baseAddress, name.count > 0 {
+                                    (headerBuffer.baseAddress! + offset).copyMemory(from: base, byteCount: name.count)  // invariant: allocation is non-empty
+                                }
+                                offset += name.count
                             }
                             headerBuffer[offset] = 0
                             offset += 1
