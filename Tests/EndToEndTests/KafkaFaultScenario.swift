@@ -14,16 +14,21 @@ struct KafkaFaultScenario {
     let environment: LocalEnvironment
     let workload: DemoWorkload
     let groupID: String
+    private let seed: UInt64
 
     /// Starts the environment (`brokers` brokers, 4 partitions per topic).
     init(groupID: String, brokers: Int = 3, requests: Int = 160, seed: UInt64 = 11) throws {
         workload = DemoWorkload(count: requests, seed: seed)
+        self.seed = seed
         environment = try LocalEnvironment(partitions: 4, unregisteredTokens: workload.unregisteredTokens, brokers: brokers)
         self.groupID = groupID
     }
 
     var firstHalf: ArraySlice<DemoWorkload.Record> { workload.records.prefix(workload.records.count / 2) }
     var secondHalf: ArraySlice<DemoWorkload.Record> { workload.records.dropFirst(workload.records.count / 2) }
+    /// The workload of `firstHalf` alone, with its expected counts (a workload's records do not
+    /// depend on how many follow them).
+    var firstHalfWorkload: DemoWorkload { DemoWorkload(count: workload.records.count / 2, seed: seed) }
 
     /// The bridge's configuration, with the consumer's session timeout set to
     /// `sessionTimeoutMilliseconds` and `producer` added to the producer's properties.
@@ -51,10 +56,13 @@ struct KafkaFaultScenario {
 
     /// Reads the three output topics from the beginning, each until the expected count arrived
     /// (up to 30 s) and then for 3 s more, so that a duplicate is counted too.
-    /// - Parameter allowingDuplicates: for runs where at least once may repeat outputs (a crash).
-    func settledOutputs(allowingDuplicates: Bool = false) -> SettledOutputs {
+    /// - Parameters:
+    ///   - expected: the workload whose outputs are due (default: the whole one).
+    ///   - allowingDuplicates: for runs where at least once may repeat outputs (a crash).
+    func settledOutputs(of expected: DemoWorkload? = nil, allowingDuplicates: Bool = false) -> SettledOutputs {
+        let due = expected ?? workload
         let topics = [environment.resultsTopic, environment.deadLetterTopic, environment.invalidTokensTopic]
-        let expected = [workload.expectedResults, workload.expectedDeadLetters, workload.expectedInvalidTokens]
+        let expected = [due.expectedResults, due.expectedDeadLetters, due.expectedInvalidTokens]
         let read = Locked<[Int: [KafkaMessage]]>([:])
         DispatchQueue.concurrentPerform(iterations: topics.count) { index in
             let messages = (try? KafkaTopicReader.readAll(

@@ -157,7 +157,7 @@ struct KafkaFaultTests {
         let bridge = try CapturedProcess(BridgeBinary.url, ["run", "--config", configFile.path])
         #expect(scenario.waitUntilCommitted(scenario.firstHalf.count), "the first half was not committed")
         let committedBefore = try scenario.committedOffsets()
-        let firstHalfOutputs = scenario.settledOutputs()
+        let firstHalfOutputs = scenario.settledOutputs(of: scenario.firstHalfWorkload)
         let firstProblems = firstHalfOutputs.problems(against: scenario.workload, requests: scenario.firstHalf)
         #expect(firstProblems.isEmpty, "\(firstProblems.prefix(5))")
 
