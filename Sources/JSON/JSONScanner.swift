@@ -31,21 +31,45 @@ public enum JSONScanner {
         }
         return JSONDocument(bytes: bytes, nodes: try result.get())
     }
+
+    /// Checks the one value whose first byte is at `start`, as `parse` checks a value inside a
+    /// document nested `enclosingContainers` deep (1 for a member of the top-level object),
+    /// without building a tape, and returns the index just past it. For a reader that takes the
+    /// rest of a document apart itself and needs only to know that a value is valid JSON, and
+    /// where it ends. `bytes` must be at most `maximumInputBytes` long.
+    public static func validateValue(in bytes: UnsafeBufferPointer<UInt8>, at start: Int, enclosingContainers: Int,
+                                     maximumDepth: Int = defaultMaximumDepth) throws(JSONError) -> Int {
+        precondition(start >= 0, "a value's first byte is inside the input")  // the caller's index, never negative
+        var state = JSONScannerState(bytes: bytes, maximumDepth: maximumDepth, recordsNodes: false)
+        state.index = start
+        try state.parseValue(depth: enclosingContainers)
+        return state.index
+    }
 }
 
 /// The recursive-descent state: position in the input and the tape built so far.
 struct JSONScannerState {
     let bytes: UnsafeBufferPointer<UInt8>
     let maximumDepth: Int
+    /// False when only validating (`JSONScanner.validateValue`): no node is stored.
+    let recordsNodes: Bool
     var index = 0
     var nodes: [JSONNode] = []
 
-    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
+    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int, recordsNodes: Bool = true) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
+        self.recordsNodes = recordsNodes
         // About one node per six bytes in push requests (keys, short strings, small objects):
         // one allocation for most documents instead of growing from 16, capped for large ones.
-        nodes.reserveCapacity(max(16, min(bytes.count / 6, 1024)))
+        if recordsNodes { nodes.reserveCapacity(max(16, min(bytes.count / 6, 1024))) }
+    }
+
+    /// Stores a leaf value's node (strings, numbers, literals) unless only validating.
+    @inline(__always)
+    mutating func recordLeaf(_ tag: JSONNode.Tag, hasEscapes: Bool = false, start: Int) {
+        guard recordsNodes else { return }
+        nodes.append(JSONNode(tag: tag, hasEscapes: hasEscapes, start: start, end: index, next: nodes.count + 1, count: 0))
     }
 
     mutating func parseDocument() throws(JSONError) {
@@ -85,13 +109,15 @@ struct JSONScannerState {
         guard depth <= maximumDepth else {
             throw error(.tooDeep, at: index, "nesting deeper than \(maximumDepth) levels")
         }
-        nodes.append(JSONNode(tag: tag, hasEscapes: false, start: index, end: index, next: 0, count: 0))
         index += 1
+        guard recordsNodes else { return -1 }
+        nodes.append(JSONNode(tag: tag, hasEscapes: false, start: index - 1, end: index - 1, next: 0, count: 0))
         return nodes.count - 1
     }
 
     mutating func endContainer(_ nodeIndex: Int, count: Int) {
         index += 1
+        guard nodeIndex >= 0 else { return }
         nodes[nodeIndex].end = index
         nodes[nodeIndex].count = count
         nodes[nodeIndex].next = nodes.count
@@ -167,7 +193,7 @@ struct JSONScannerState {
             }
             index += 1
         }
-        nodes.append(JSONNode(tag: tag, hasEscapes: false, start: start, end: index, next: nodes.count + 1, count: 0))
+        recordLeaf(tag, start: start)
     }
 
     @inline(__always)
@@ -198,7 +224,7 @@ struct JSONScannerState {
             guard isDigit(index) else { throw unexpected("a digit in the exponent") }
             while isDigit(index) { index += 1 }
         }
-        nodes.append(JSONNode(tag: .number, hasEscapes: false, start: start, end: index, next: nodes.count + 1, count: 0))
+        recordLeaf(.number, start: start)
     }
 
     mutating func parseString() throws(JSONError) {
@@ -226,7 +252,7 @@ struct JSONScannerState {
                 throw error(.invalidUTF8, at: index, "invalid UTF-8")
             }
         }
-        nodes.append(JSONNode(tag: .string, hasEscapes: hasEscapes, start: start, end: index, next: nodes.count + 1, count: 0))
+        recordLeaf(.string, hasEscapes: hasEscapes, start: start)
     }
 
     /// Validates one escape sequence starting at the backslash.

@@ -123,7 +123,7 @@ extension BridgePipeline {
         metrics.recordConsumed(topic: message.topic)
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
         let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
-        switch decoder.decode(value: message.valueBytes, source: source) {
+        switch message.decodeValue(with: decoder, source: source) {
         case .deadLetter(let deadLetter):
             let context = RequestContext(
                 source: source, requestID: "\(source.topic)/\(source.partition)/\(source.offset)", app: "",

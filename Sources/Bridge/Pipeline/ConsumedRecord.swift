@@ -9,19 +9,23 @@ protocol ConsumedRecord {
     var offset: Int64 { get }
     var timestampMilliseconds: Int64? { get }
     var topicPartition: KafkaTopicPartition { get }
-    /// The value for the decoder (nil for a null value).
-    var valueBytes: [UInt8]? { get }
+    /// The value decoded (a null value is a dead letter).
+    func decodeValue(with decoder: PushRequestDecoder, source: RecordSource) -> PushRequestDecoding
     /// The whole record, key and headers included, for a dead letter.
     func message() -> KafkaMessage
 }
 
 extension KafkaMessage: ConsumedRecord {
-    var valueBytes: [UInt8]? { value }
+    func decodeValue(with decoder: PushRequestDecoder, source: RecordSource) -> PushRequestDecoding {
+        decoder.decode(value: value, source: source)
+    }
     func message() -> KafkaMessage { self }
 }
 
 extension KafkaPolledRecord: ConsumedRecord {
-    var valueBytes: [UInt8]? { value.map { Array($0) } }
+    func decodeValue(with decoder: PushRequestDecoder, source: RecordSource) -> PushRequestDecoding {
+        decoder.decode(borrowing: value, source: source)
+    }
 }
 
 /// Consumer thread: a record's partition progress, remembered for the last partition seen

@@ -21,7 +21,7 @@ public struct RecordSource: Sendable, Hashable {
 public typealias PushType = APNsPushType
 
 /// A validated push request (contract §2), ready to fan out into one notification per token.
-public struct PushRequest: Sendable {
+public struct PushRequest: Sendable, Equatable {
     /// `id`, or `"<topic>/<partition>/<offset>"` when absent.
     public var id: String
     /// The app's configured name.
@@ -107,7 +107,7 @@ public struct DeadLetter: Sendable, Equatable, Error {
 }
 
 /// The outcome of decoding one input record.
-public enum PushRequestDecoding: Sendable {
+public enum PushRequestDecoding: Sendable, Equatable {
     /// A valid request.
     case request(PushRequest)
     /// The record goes whole to the dead-letter topic.

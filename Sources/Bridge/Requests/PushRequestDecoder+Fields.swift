@@ -6,7 +6,7 @@ import Observability
 /// to the document each, retained and released whenever the fields were copied or read.
 struct RequestFields {
     private let root: JSONValue
-    /// Position of each field's value by `Field.rawValue`; -1 when absent (or null).
+    /// Position of each field's value by `RequestField.rawValue`; -1 when absent (or null).
     private var positions: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int) =
         (-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)
 
@@ -31,10 +31,10 @@ struct RequestFields {
         }
         for (keyValue, value) in root.members {
             // Keys are matched on their bytes; only a key written with escapes is decoded first.
-            let field: Field?
-            switch keyValue.withUnescapedUTF8(Field.init(utf8:)) {
+            let field: RequestField?
+            switch keyValue.withUnescapedUTF8(RequestField.init(utf8:)) {
             case .some(let matched): field = matched
-            case .none: field = keyValue.stringValue.flatMap(Field.init(name:))  // invariant of the scanner: keys are strings
+            case .none: field = keyValue.stringValue.flatMap(RequestField.init(name:))  // invariant of the scanner: keys are strings
             }
             guard let field else { continue }
             let bit: UInt16 = 1 << UInt16(field.rawValue)
@@ -45,51 +45,9 @@ struct RequestFields {
         }
     }
 
-    /// The known fields; `rawValue` indexes `names`.
-    private enum Field: Int {
-        case id, app, tokens, token, payload, topic, environment, pushType, priority, expiration, collapseID, apnsID
-
-        /// The JSON names, in case order.
-        static let names: [[UInt8]] = [
-            "id", "app", "tokens", "token", "payload", "topic", "environment", "push_type", "priority", "expiration",
-            "collapse_id", "apns_id",
-        ].map { Array($0.utf8) }
-
-        var name: String { String(decoding: Self.names[rawValue], as: UTF8.self) }
-
-        /// The field named by `bytes`: chosen by length, then compared with that length's one or
-        /// two names (no loop over every name).
-        init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
-            let field: Field? = switch bytes.count {
-            case 2: Self.match(bytes, "id", .id)
-            case 3: Self.match(bytes, "app", .app)
-            case 5: Self.match(bytes, "token", .token) ?? Self.match(bytes, "topic", .topic)
-            case 6: Self.match(bytes, "tokens", .tokens)
-            case 7: Self.match(bytes, "payload", .payload) ?? Self.match(bytes, "apns_id", .apnsID)
-            case 8: Self.match(bytes, "priority", .priority)
-            case 9: Self.match(bytes, "push_type", .pushType)
-            case 10: Self.match(bytes, "expiration", .expiration)
-            case 11: Self.match(bytes, "environment", .environment) ?? Self.match(bytes, "collapse_id", .collapseID)
-            default: nil
-            }
-            guard let field else { return nil }
-            self = field
-        }
-
-        /// `field` when `bytes` spell `name`.
-        private static func match(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString, _ field: Field) -> Field? {
-            ByteScan.equals(bytes, name) ? field : nil
-        }
-
-        init?(name: String) {
-            guard let field = name.withUTF8Bytes({ Field(utf8: $0) }) else { return nil }
-            self = field
-        }
-    }
-
     /// Puts `value` (nil: a JSON null, which only marks the field as seen) in `field`'s slot;
     /// false when the slot is already taken.
-    private mutating func fill(_ field: Field, with value: JSONValue?) -> Bool {
+    private mutating func fill(_ field: RequestField, with value: JSONValue?) -> Bool {
         let position = value?.position ?? -1
         return withUnsafeMutableBytes(of: &positions) { raw in
             let slots = raw.bindMemory(to: Int.self)
@@ -99,13 +57,55 @@ struct RequestFields {
         }
     }
 
-    private func value(_ field: Field) -> JSONValue? {
+    private func value(_ field: RequestField) -> JSONValue? {
         let position = withUnsafeBytes(of: positions) { $0.load(fromByteOffset: field.rawValue * MemoryLayout<Int>.stride, as: Int.self) }
         return position < 0 ? nil : root.value(atPosition: position)
     }
 
-    /// Fields seen as JSON null, one bit per `Field.rawValue`.
+    /// Fields seen as JSON null, one bit per `RequestField.rawValue`.
     private var seenNull: UInt16 = 0
+}
+
+/// The known top-level fields of a request; `rawValue` indexes `names`.
+enum RequestField: Int {
+    case id, app, tokens, token, payload, topic, environment, pushType, priority, expiration, collapseID, apnsID
+
+    /// The JSON names, in case order.
+    static let names: [[UInt8]] = [
+        "id", "app", "tokens", "token", "payload", "topic", "environment", "push_type", "priority", "expiration",
+        "collapse_id", "apns_id",
+    ].map { Array($0.utf8) }
+
+    var name: String { String(decoding: Self.names[rawValue], as: UTF8.self) }
+
+    /// The field named by `bytes`: chosen by length, then compared with that length's one or
+    /// two names (no loop over every name).
+    init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        let field: RequestField? = switch bytes.count {
+        case 2: Self.match(bytes, "id", .id)
+        case 3: Self.match(bytes, "app", .app)
+        case 5: Self.match(bytes, "token", .token) ?? Self.match(bytes, "topic", .topic)
+        case 6: Self.match(bytes, "tokens", .tokens)
+        case 7: Self.match(bytes, "payload", .payload) ?? Self.match(bytes, "apns_id", .apnsID)
+        case 8: Self.match(bytes, "priority", .priority)
+        case 9: Self.match(bytes, "push_type", .pushType)
+        case 10: Self.match(bytes, "expiration", .expiration)
+        case 11: Self.match(bytes, "environment", .environment) ?? Self.match(bytes, "collapse_id", .collapseID)
+        default: nil
+        }
+        guard let field else { return nil }
+        self = field
+    }
+
+    /// `field` when `bytes` spell `name`.
+    private static func match(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString, _ field: RequestField) -> RequestField? {
+        ByteScan.equals(bytes, name) ? field : nil
+    }
+
+    init?(name: String) {
+        guard let field = name.withUTF8Bytes({ RequestField(utf8: $0) }) else { return nil }
+        self = field
+    }
 }
 
 extension PushRequestDecoder {
@@ -160,18 +160,29 @@ extension PushRequestDecoder {
 
     /// The lower-cased token if it is an even number (64–200) of hex digits, else nil.
     static func normalizedToken(_ text: String) -> String? {
-        let count = text.utf8.count
-        guard count >= 64, count <= 200, count % 2 == 0 else { return nil }
-        // Over the contiguous bytes, one table load and one OR per byte, no branch.
-        let classes = text.withUTF8Bytes { bytes in
-            tokenByteClasses.withUnsafeBufferPointer { table in
-                var classes: UInt8 = 0
-                for byte in bytes { classes |= table[Int(byte)] }
-                return classes
-            }
-        }
-        guard classes & TokenByteClass.other == 0 else { return nil }
+        guard let classes = text.withUTF8Bytes(tokenClasses), classes & TokenByteClass.other == 0 else { return nil }
         return classes & TokenByteClass.upperHex != 0 ? lowercasedASCII(text) : text
+    }
+
+    /// `normalizedToken` of the string these UTF-8 bytes spell, made from the bytes.
+    static func normalizedToken(utf8 bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let classes = tokenClasses(bytes), classes & TokenByteClass.other == 0 else { return nil }
+        guard classes & TokenByteClass.upperHex != 0 else { return String(decoding: bytes, as: UTF8.self) }
+        return String(unsafeUninitializedCapacity: bytes.count) { target in
+            for (offset, byte) in bytes.enumerated() { target[offset] = byte | 0x20 }  // hex digits only: a no-op on 0-9 and a-f
+            return bytes.count
+        }
+    }
+
+    /// The `TokenByteClass` bits of a token's bytes, or nil when its length is not an even number
+    /// from 64 to 200. One table load and one OR per byte, no branch.
+    static func tokenClasses(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt8? {
+        guard bytes.count >= 64, bytes.count <= 200, bytes.count % 2 == 0 else { return nil }
+        return tokenByteClasses.withUnsafeBufferPointer { table in
+            var classes: UInt8 = 0
+            for byte in bytes { classes |= table[Int(byte)] }
+            return classes
+        }
     }
 
     /// Bits of `tokenByteClasses`.

@@ -43,6 +43,31 @@ public struct PushRequestDecoder: Sendable {
 
     /// Decodes one record value (nil for a Kafka null value / tombstone).
     public func decode(value: [UInt8]?, source: RecordSource) -> PushRequestDecoding {
+        if let value, let request = value.withUnsafeBufferPointer({ decodeCommonShape($0, source: source) }) {
+            return .request(request)
+        }
+        return decodeInGeneral(value: value, source: source)
+    }
+
+    /// Decodes one record value that librdkafka still holds (nil for a null value): the value is
+    /// copied only when the fast path does not take it.
+    public func decode(borrowing value: UnsafeRawBufferPointer?, source: RecordSource) -> PushRequestDecoding {
+        if let value, let request = decodeCommonShape(value.bindMemory(to: UInt8.self), source: source) {
+            return .request(request)
+        }
+        return decodeInGeneral(value: value.map { Array($0) }, source: source)
+    }
+
+    /// The fast path (``CommonShapeRequestReader``): the request, or nil for the general path.
+    func decodeCommonShape(_ bytes: UnsafeBufferPointer<UInt8>, source: RecordSource) -> PushRequest? {
+        var reader = CommonShapeRequestReader(bytes: bytes)
+        return reader.read(with: self, source: source)
+    }
+
+    /// The general path alone: any record, through the JSON scanner's tape, to a request or a dead
+    /// letter. `decode` answers the same, faster for requests of the common shape; this one is for
+    /// tests and fuzzing that compare the two.
+    public func decodeInGeneral(value: [UInt8]?, source: RecordSource) -> PushRequestDecoding {
         do throws(DeadLetter) {
             return .request(try decodeRequest(value: value, source: source))
         } catch {
@@ -135,12 +160,17 @@ public struct PushRequestDecoder: Sendable {
     }
 
     func decodeID(_ value: JSONValue?, source: RecordSource) throws(DeadLetter) -> String {
-        guard let value else { return "\(source.topic)/\(source.partition)/\(source.offset)" }
+        guard let value else { return Self.defaultID(of: source) }
         // At most 256 bytes are at most 256 characters: only longer ids are counted.
         guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 256 || text.unicodeScalars.count <= 256 else {
             throw invalid("id", "must be a string of 1 to 256 characters")
         }
         return text
+    }
+
+    /// The id of a request without one: `<topic>/<partition>/<offset>`.
+    static func defaultID(of source: RecordSource) -> String {
+        "\(source.topic)/\(source.partition)/\(source.offset)"
     }
 
     func decodeApp(_ value: JSONValue?) throws(DeadLetter) -> RegisteredApp {

@@ -5,9 +5,10 @@ import HTTP2
 import JSON
 
 /// Arbitrary record values through the request decoder (one app and two apps, a small token
-/// limit), then through what follows a decoding: a dead letter is encoded as its record, whole
-/// and cut to fit 512 bytes, which must be valid JSON and fit; a request's payload must be a
-/// JSON object and each of its notifications must build an HTTP/2 request.
+/// limit), which must answer as its general path alone does, then through what follows a
+/// decoding: a dead letter is encoded as its record, whole and cut to fit 512 bytes, which must
+/// be valid JSON and fit; a request's payload must be a JSON object and each of its
+/// notifications must build an HTTP/2 request.
 @main
 enum PushRequestFuzzer {
     static let chat = RegisteredApp(name: "chat", bundleID: "com.example.chat", environment: .production)
@@ -21,7 +22,11 @@ enum PushRequestFuzzer {
     static func main() {
         runFuzzer { bytes in
             for decoder in decoders {
-                switch decoder.decode(value: bytes, source: source) {
+                let decoding = decoder.decode(value: bytes, source: source)
+                // The fast path for common requests answers as the general path does, or leaves it to it.
+                precondition(decoding == decoder.decodeInGeneral(value: bytes, source: source),
+                             "the decoder's fast path and general path disagree")
+                switch decoding {
                 case .deadLetter(let deadLetter):
                     check(deadLetter, original: bytes)
                 case .request(let request):

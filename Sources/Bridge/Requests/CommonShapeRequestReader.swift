@@ -1,0 +1,248 @@
+import APNs
+import JSON
+import Observability
+
+/// The decoder's fast path: a request of the shape producers nearly always send, read in one
+/// pass over the record's bytes, without a tape, a `JSONValue` per field or a copy of the record.
+///
+/// It takes: top-level member names without escapes, each known one at most once; `id`, `app`,
+/// the tokens, `push_type`, `collapse_id`, `topic`, `environment` and `apns_id` as ASCII
+/// strings without escapes or control characters; one to `linearDuplicateCheckLimit`
+/// well-formed tokens; `priority` and `expiration` as plain non-negative integers; every value in
+/// range. Anything else (a JSON null, an escape or a non-ASCII byte in those strings, a malformed
+/// token, a value out of range, any syntax error) makes it answer nil, and the general path
+/// decodes the record: the fast path never decides a dead letter, and a request it returns is
+/// the one the general path returns for the same bytes (`PushRequestDecoderTests` and the
+/// push-request fuzz target compare the two). The payload and unknown members are checked by
+/// the JSON scanner, without a tape.
+struct CommonShapeRequestReader {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// What the member walk finds: where each string's text is (without its quotes), the payload
+    /// object, the integers, and where the `tokens` array starts with how many strings it holds.
+    private struct Members {
+        var id, app, token, topic, environment, pushType, collapseID, apnsID: Range<Int>?
+        var payload: Range<Int>?
+        var priority, expiration: Int64?
+        var tokenList: (start: Int, count: Int)?
+    }
+
+    /// The request these bytes hold, or nil when they are not of the common shape.
+    mutating func read(with decoder: PushRequestDecoder, source: RecordSource) -> PushRequest? {
+        guard bytes.count <= JSONScanner.maximumInputBytes, let members = readMembers(),
+              let app = app(members.app, decoder), let payload = members.payload,
+              let tokens = tokens(members, limit: decoder.maxTokensPerRequest) else { return nil }
+
+        var pushType = PushType.alert
+        if let range = members.pushType {
+            guard let type = PushType(rawValue: text(range)) else { return nil }
+            pushType = type
+        }
+        guard payload.count <= pushType.maximumPayloadBytes else { return nil }
+        var priority = pushType.defaultPriority
+        if let given = members.priority {
+            guard given == 10 || given == 5 || given == 1 else { return nil }
+            priority = Int(given)
+        }
+        var topic = pushType.topic(bundleID: app.bundleID)
+        if let range = members.topic {
+            guard (1...255).contains(range.count), isHeaderSafe(range) else { return nil }
+            topic = text(range)
+        }
+        var collapseID: String?
+        if let range = members.collapseID {
+            guard (1...64).contains(range.count), isHeaderSafe(range) else { return nil }
+            collapseID = text(range)
+        }
+        var environment = app.environment
+        if let range = members.environment {
+            guard let given = PushEnvironment(rawValue: text(range)) else { return nil }
+            environment = given
+        }
+        var apnsID: String?
+        if let range = members.apnsID {
+            guard tokens.count == 1, let uuid = PushRequestDecoder.canonicalUUID(text(range)) else { return nil }
+            apnsID = uuid
+        }
+        let id: String
+        if let range = members.id {
+            guard (1...256).contains(range.count) else { return nil }  // ASCII: as many characters as bytes
+            id = text(range)
+        } else {
+            id = PushRequestDecoder.defaultID(of: source)
+        }
+        return PushRequest(id: id, app: app.name, validTokens: tokens, invalidTokens: [],
+                           payload: Array(UnsafeBufferPointer(rebasing: bytes[payload])), pushType: pushType,
+                           priority: priority, expiration: members.expiration, collapseID: collapseID, topic: topic,
+                           environment: environment, apnsID: apnsID, source: source)
+    }
+
+    /// Reads the whole text as one object; nil at anything outside the common shape.
+    private mutating func readMembers() -> Members? {
+        var members = Members()
+        var seen: UInt16 = 0
+        skipWhitespace()
+        guard take(UInt8(ascii: "{")) else { return nil }
+        while true {
+            skipWhitespace()
+            guard let name = plainString() else { return nil }  // also `{}`: no tokens, no payload
+            skipWhitespace()
+            guard take(UInt8(ascii: ":")) else { return nil }
+            skipWhitespace()
+            if let field = RequestField(utf8: UnsafeBufferPointer(rebasing: bytes[name])) {
+                let bit: UInt16 = 1 << UInt16(field.rawValue)
+                guard seen & bit == 0, readValue(of: field, into: &members) else { return nil }
+                seen |= bit
+            } else {
+                guard let end = try? JSONScanner.validateValue(in: bytes, at: index, enclosingContainers: 1) else { return nil }
+                index = end
+            }
+            skipWhitespace()
+            if take(UInt8(ascii: "}")) { break }
+            guard take(UInt8(ascii: ",")) else { return nil }
+        }
+        skipWhitespace()
+        return index == bytes.count ? members : nil
+    }
+
+    /// Reads the value of a known member; false when it is not of the common shape.
+    private mutating func readValue(of field: RequestField, into members: inout Members) -> Bool {
+        switch field {
+        case .payload:
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "{"),
+                  let end = try? JSONScanner.validateValue(in: bytes, at: index, enclosingContainers: 1) else { return false }
+            members.payload = index..<end
+            index = end
+            return true
+        case .priority:
+            members.priority = plainInteger()
+            return members.priority != nil
+        case .expiration:
+            members.expiration = plainInteger()
+            return members.expiration != nil
+        case .tokens:
+            let start = index
+            guard let count = plainStringList() else { return false }
+            members.tokenList = (start, count)
+            return true
+        case .id, .app, .token, .topic, .environment, .pushType, .collapseID, .apnsID:
+            guard let range = plainString() else { return false }
+            switch field {
+            case .id: members.id = range
+            case .app: members.app = range
+            case .token: members.token = range
+            case .topic: members.topic = range
+            case .environment: members.environment = range
+            case .pushType: members.pushType = range
+            case .collapseID: members.collapseID = range
+            default: members.apnsID = range
+            }
+            return true
+        }
+    }
+
+    /// The app `name` names (or the only one when absent); nil when its bytes name no app.
+    private func app(_ name: Range<Int>?, _ decoder: PushRequestDecoder) -> RegisteredApp? {
+        guard let name else { return decoder.singleApp }
+        return decoder.appsByName.value(named: UnsafeBufferPointer(rebasing: bytes[name]))
+    }
+
+    /// The distinct normalized tokens of `token` or `tokens`; nil unless exactly one of the two
+    /// is given, the list is not longer than `limit` (nor than the linear duplicate check) and
+    /// every token is well-formed.
+    private mutating func tokens(_ members: Members, limit: Int) -> [String]? {
+        if let range = members.token {
+            guard members.tokenList == nil, let token = normalizedToken(range) else { return nil }
+            return [token]
+        }
+        guard let list = members.tokenList, list.count <= limit,
+              list.count <= PushRequestDecoder.linearDuplicateCheckLimit else { return nil }
+        var tokens: [String] = []
+        tokens.reserveCapacity(list.count)
+        index = list.start + 1  // past the `[`; the member walk checked the rest
+        for _ in 0..<list.count {
+            skipWhitespace()
+            guard let range = plainString(), let token = normalizedToken(range) else { return nil }
+            if !tokens.contains(token) { tokens.append(token) }
+            skipWhitespace()
+            _ = take(UInt8(ascii: ","))
+        }
+        return tokens
+    }
+
+    // MARK: Reading
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    /// Steps over `byte` if it is next.
+    private mutating func take(_ byte: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// The text of the string that starts here, if it has no escape, control character or
+    /// non-ASCII byte (such a string is valid JSON as it stands).
+    private mutating func plainString() -> Range<Int>? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let end = ByteScan.firstAttentionByte(in: bytes, from: index, stoppingAtNonASCII: true)
+        guard end < bytes.count, bytes[end] == UInt8(ascii: "\"") else { return nil }
+        defer { index = end + 1 }
+        return index..<end
+    }
+
+    /// An array of one or more plain strings; their count.
+    private mutating func plainStringList() -> Int? {
+        guard take(UInt8(ascii: "[")) else { return nil }
+        var count = 0
+        while true {
+            skipWhitespace()
+            guard plainString() != nil else { return nil }  // also `[]`
+            count += 1
+            skipWhitespace()
+            if take(UInt8(ascii: "]")) { return count }
+            guard take(UInt8(ascii: ",")) else { return nil }
+        }
+    }
+
+    /// A number written as digits only, without a leading zero, of at most 18 digits (so it fits).
+    private mutating func plainInteger() -> Int64? {
+        let start = index
+        var value: Int64 = 0
+        while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10 {
+            guard index - start < 18 else { return nil }
+            value = value * 10 + Int64(bytes[index] &- UInt8(ascii: "0"))
+            index += 1
+        }
+        guard index > start, bytes[start] != UInt8(ascii: "0") || index - start == 1 else { return nil }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") || bytes[index] | 0x20 == UInt8(ascii: "e") {
+            return nil  // a fraction or an exponent
+        }
+        return value
+    }
+
+    private func text(_ range: Range<Int>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+    }
+
+    /// No DEL (`plainString` already excludes the other control characters).
+    private func isHeaderSafe(_ range: Range<Int>) -> Bool {
+        !bytes[range].contains(0x7F)
+    }
+
+    private func normalizedToken(_ range: Range<Int>) -> String? {
+        PushRequestDecoder.normalizedToken(utf8: UnsafeBufferPointer(rebasing: bytes[range]))
+    }
+}
