@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 /// Values by a configured name (an app, a topic, a pool), looked up for every record or result.
 ///
 /// While there are few names (`listLimit`) they are compared in order: comparing a name with the
@@ -55,8 +58,11 @@ struct NamedLookup<Value: Sendable>: Sendable {
         guard dictionary.count <= Self.listLimit else { return dictionary[String(decoding: bytes, as: UTF8.self)] }
         let found = nameBytes.withUnsafeBufferPointer { all -> Int? in
             for index in values.indices where nameStarts[index + 1] - nameStarts[index] == bytes.count {
-                let name = UnsafeBufferPointer(rebasing: all[nameStarts[index]..<nameStarts[index + 1]])
-                if name.elementsEqual(bytes) { return index }
+                // One `memcmp` (an empty name equals empty bytes without one).
+                guard let name = all.baseAddress?.advanced(by: nameStarts[index]), let given = bytes.baseAddress else {
+                    return index
+                }
+                if memcmp(name, given, bytes.count) == 0 { return index }
             }
             return nil
         }

@@ -10,68 +10,74 @@ import Observability
 /// strings without escapes or control characters; one to `linearDuplicateCheckLimit`
 /// well-formed tokens; `priority` and `expiration` as plain non-negative integers; every value in
 /// range. Anything else (a JSON null, an escape or a non-ASCII byte in those strings, a malformed
-/// token, a value out of range, any syntax error) makes it answer nil, and the general path
-/// decodes the record: the fast path never decides a dead letter, and a request it returns is
-/// the one the general path returns for the same bytes (`PushRequestDecoderTests` and the
-/// push-request fuzz target compare the two). The payload and unknown members are checked by
+/// token, a value out of range, any syntax error) makes it throw `NotCommonShape`, and the
+/// general path decodes the record: the fast path never decides a dead letter, and a request it
+/// returns is the one the general path returns for the same bytes
+/// (`CommonShapeRequestReaderTests` and the push-request fuzz target compare the two). The payload and unknown members are checked by
 /// the JSON scanner, without a tape.
 struct CommonShapeRequestReader {
+    /// The bytes are not of the common shape: the general path decodes them.
+    struct NotCommonShape: Error {}
+
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
+    private var members = Members()
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
     /// What the member walk finds: where each string's text is (without its quotes), the payload
-    /// object, the integers, and where the `tokens` array starts with how many strings it holds.
+    /// object, the integers, and where the `tokens` array starts with how many strings it holds
+    /// and where the first one is.
     private struct Members {
         var id, app, token, topic, environment, pushType, collapseID, apnsID: Range<Int>?
         var payload: Range<Int>?
         var priority, expiration: Int64?
-        var tokenList: (start: Int, count: Int)?
+        var tokenList: (start: Int, count: Int, first: Range<Int>)?
     }
 
-    /// The request these bytes hold, or nil when they are not of the common shape.
-    mutating func read(with decoder: PushRequestDecoder, source: RecordSource) -> PushRequest? {
-        guard bytes.count <= JSONScanner.maximumInputBytes, let members = readMembers(),
+    /// The request these bytes hold.
+    /// - Throws: `NotCommonShape` when they are not of the common shape (the general path decides).
+    mutating func read(with decoder: PushRequestDecoder, source: RecordSource) throws(NotCommonShape) -> PushRequest {
+        guard bytes.count <= JSONScanner.maximumInputBytes, readMembers(),
               let app = app(members.app, decoder), let payload = members.payload,
-              let tokens = tokens(members, limit: decoder.maxTokensPerRequest) else { return nil }
+              let tokens = tokens(limit: decoder.maxTokensPerRequest) else { throw NotCommonShape() }
 
         var pushType = PushType.alert
         if let range = members.pushType {
-            guard let type = PushType(rawValue: text(range)) else { return nil }
+            guard let type = PushType(rawValue: text(range)) else { throw NotCommonShape() }
             pushType = type
         }
-        guard payload.count <= pushType.maximumPayloadBytes else { return nil }
+        guard payload.count <= pushType.maximumPayloadBytes else { throw NotCommonShape() }
         var priority = pushType.defaultPriority
         if let given = members.priority {
-            guard given == 10 || given == 5 || given == 1 else { return nil }
+            guard given == 10 || given == 5 || given == 1 else { throw NotCommonShape() }
             priority = Int(given)
         }
         var topic = pushType.topic(bundleID: app.bundleID)
         if let range = members.topic {
-            guard (1...255).contains(range.count), isHeaderSafe(range) else { return nil }
+            guard (1...255).contains(range.count), isHeaderSafe(range) else { throw NotCommonShape() }
             topic = text(range)
         }
         var collapseID: String?
         if let range = members.collapseID {
-            guard (1...64).contains(range.count), isHeaderSafe(range) else { return nil }
+            guard (1...64).contains(range.count), isHeaderSafe(range) else { throw NotCommonShape() }
             collapseID = text(range)
         }
         var environment = app.environment
         if let range = members.environment {
-            guard let given = PushEnvironment(rawValue: text(range)) else { return nil }
+            guard let given = PushEnvironment(rawValue: text(range)) else { throw NotCommonShape() }
             environment = given
         }
         var apnsID: String?
         if let range = members.apnsID {
-            guard tokens.count == 1, let uuid = PushRequestDecoder.canonicalUUID(text(range)) else { return nil }
+            guard tokens.count == 1, let uuid = PushRequestDecoder.canonicalUUID(text(range)) else { throw NotCommonShape() }
             apnsID = uuid
         }
         let id: String
         if let range = members.id {
-            guard (1...256).contains(range.count) else { return nil }  // ASCII: as many characters as bytes
+            guard (1...256).contains(range.count) else { throw NotCommonShape() }  // ASCII: as many characters as bytes
             id = text(range)
         } else {
             id = PushRequestDecoder.defaultID(of: source)
@@ -82,36 +88,35 @@ struct CommonShapeRequestReader {
                            environment: environment, apnsID: apnsID, source: source)
     }
 
-    /// Reads the whole text as one object; nil at anything outside the common shape.
-    private mutating func readMembers() -> Members? {
-        var members = Members()
+    /// Reads the whole text as one object into `members`; false at anything outside the common shape.
+    private mutating func readMembers() -> Bool {
         var seen: UInt16 = 0
         skipWhitespace()
-        guard take(UInt8(ascii: "{")) else { return nil }
+        guard take(UInt8(ascii: "{")) else { return false }
         while true {
             skipWhitespace()
-            guard let name = plainString() else { return nil }  // also `{}`: no tokens, no payload
+            guard let name = plainString() else { return false }  // also `{}`: no tokens, no payload
             skipWhitespace()
-            guard take(UInt8(ascii: ":")) else { return nil }
+            guard take(UInt8(ascii: ":")) else { return false }
             skipWhitespace()
             if let field = RequestField(utf8: UnsafeBufferPointer(rebasing: bytes[name])) {
                 let bit: UInt16 = 1 << UInt16(field.rawValue)
-                guard seen & bit == 0, readValue(of: field, into: &members) else { return nil }
+                guard seen & bit == 0, readValue(of: field) else { return false }
                 seen |= bit
             } else {
-                guard let end = try? JSONScanner.validateValue(in: bytes, at: index, enclosingContainers: 1) else { return nil }
+                guard let end = try? JSONScanner.validateValue(in: bytes, at: index, enclosingContainers: 1) else { return false }
                 index = end
             }
             skipWhitespace()
             if take(UInt8(ascii: "}")) { break }
-            guard take(UInt8(ascii: ",")) else { return nil }
+            guard take(UInt8(ascii: ",")) else { return false }
         }
         skipWhitespace()
-        return index == bytes.count ? members : nil
+        return index == bytes.count
     }
 
     /// Reads the value of a known member; false when it is not of the common shape.
-    private mutating func readValue(of field: RequestField, into members: inout Members) -> Bool {
+    private mutating func readValue(of field: RequestField) -> Bool {
         switch field {
         case .payload:
             guard index < bytes.count, bytes[index] == UInt8(ascii: "{"),
@@ -127,8 +132,8 @@ struct CommonShapeRequestReader {
             return members.expiration != nil
         case .tokens:
             let start = index
-            guard let count = plainStringList() else { return false }
-            members.tokenList = (start, count)
+            guard let (count, first) = plainStringList() else { return false }
+            members.tokenList = (start, count, first)
             return true
         case .id, .app, .token, .topic, .environment, .pushType, .collapseID, .apnsID:
             guard let range = plainString() else { return false }
@@ -155,13 +160,14 @@ struct CommonShapeRequestReader {
     /// The distinct normalized tokens of `token` or `tokens`; nil unless exactly one of the two
     /// is given, the list is not longer than `limit` (nor than the linear duplicate check) and
     /// every token is well-formed.
-    private mutating func tokens(_ members: Members, limit: Int) -> [String]? {
+    private mutating func tokens(limit: Int) -> [String]? {
         if let range = members.token {
-            guard members.tokenList == nil, let token = normalizedToken(range) else { return nil }
-            return [token]
+            guard members.tokenList == nil else { return nil }
+            return normalizedToken(range).map { [$0] }
         }
         guard let list = members.tokenList, list.count <= limit,
               list.count <= PushRequestDecoder.linearDuplicateCheckLimit else { return nil }
+        if list.count == 1 { return normalizedToken(list.first).map { [$0] } }
         var tokens: [String] = []
         tokens.reserveCapacity(list.count)
         index = list.start + 1  // past the `[`; the member walk checked the rest
@@ -203,17 +209,19 @@ struct CommonShapeRequestReader {
         return index..<end
     }
 
-    /// An array of one or more plain strings; their count.
-    private mutating func plainStringList() -> Int? {
+    /// An array of one or more plain strings: their count, and where the first one's text is.
+    private mutating func plainStringList() -> (count: Int, first: Range<Int>)? {
         guard take(UInt8(ascii: "[")) else { return nil }
-        var count = 0
+        skipWhitespace()
+        guard let first = plainString() else { return nil }  // also `[]`
+        var count = 1
         while true {
             skipWhitespace()
-            guard plainString() != nil else { return nil }  // also `[]`
-            count += 1
-            skipWhitespace()
-            if take(UInt8(ascii: "]")) { return count }
+            if take(UInt8(ascii: "]")) { return (count, first) }
             guard take(UInt8(ascii: ",")) else { return nil }
+            skipWhitespace()
+            guard plainString() != nil else { return nil }
+            count += 1
         }
     }
 

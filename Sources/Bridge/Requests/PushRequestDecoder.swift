@@ -43,7 +43,7 @@ public struct PushRequestDecoder: Sendable {
 
     /// Decodes one record value (nil for a Kafka null value / tombstone).
     public func decode(value: [UInt8]?, source: RecordSource) -> PushRequestDecoding {
-        if let value, let request = value.withUnsafeBufferPointer({ decodeCommonShape($0, source: source) }) {
+        if let value, let request = value.withUnsafeBufferPointer({ try? decodeCommonShape($0, source: source) }) {
             return .request(request)
         }
         return decodeInGeneral(value: value, source: source)
@@ -52,16 +52,20 @@ public struct PushRequestDecoder: Sendable {
     /// Decodes one record value that librdkafka still holds (nil for a null value): the value is
     /// copied only when the fast path does not take it.
     public func decode(borrowing value: UnsafeRawBufferPointer?, source: RecordSource) -> PushRequestDecoding {
-        if let value, let request = decodeCommonShape(value.bindMemory(to: UInt8.self), source: source) {
-            return .request(request)
+        if let value {
+            do throws(CommonShapeRequestReader.NotCommonShape) {
+                return .request(try decodeCommonShape(value.bindMemory(to: UInt8.self), source: source))
+            } catch {}  // the general path decides
         }
         return decodeInGeneral(value: value.map { Array($0) }, source: source)
     }
 
-    /// The fast path (``CommonShapeRequestReader``): the request, or nil for the general path.
-    func decodeCommonShape(_ bytes: UnsafeBufferPointer<UInt8>, source: RecordSource) -> PushRequest? {
+    /// The fast path (``CommonShapeRequestReader``).
+    /// - Throws: `NotCommonShape`: the general path decides.
+    func decodeCommonShape(_ bytes: UnsafeBufferPointer<UInt8>,
+                           source: RecordSource) throws(CommonShapeRequestReader.NotCommonShape) -> PushRequest {
         var reader = CommonShapeRequestReader(bytes: bytes)
-        return reader.read(with: self, source: source)
+        return try reader.read(with: self, source: source)
     }
 
     /// The general path alone: any record, through the JSON scanner's tape, to a request or a dead
