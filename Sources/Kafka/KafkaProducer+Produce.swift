@@ -63,23 +63,20 @@ extension KafkaProducer {
                         append(apnsb_rd_kafka_vu_opaque(tag))
                         append(apnsb_rd_kafka_vu_msgflags(apnsb_rd_kafka_msg_f_copy()))
                         var offset = 0
+                        /// Copies `bytes` into the header buffer at `offset` and moves past them.
+                        func copyIn(_ bytes: UnsafeRawBufferPointer) {
+                            if let source = bytes.baseAddress, !bytes.isEmpty {
+                                (headerBuffer.baseAddress! + offset).copyMemory(from: source, byteCount: bytes.count)  // invariant: allocation is non-empty
+                            }
+                            offset += bytes.count
+                        }
                         for header in headers {
                             let nameStart = offset
-                            header.name.withUTF8Bytes { name in
-                                if let base = name.baseAddress, name.count > 0 {
-                                    (headerBuffer.baseAddress! + offset).copyMemory(from: base, byteCount: name.count)  // invariant: allocation is non-empty
-                                }
-                                offset += name.count
-                            }
+                            header.name.withUTF8Bytes { copyIn(UnsafeRawBufferPointer($0)) }
                             headerBuffer[offset] = 0
                             offset += 1
                             let valueStart = offset
-                            header.value.withUnsafeBytes { bytes in
-                                if let base = bytes.baseAddress, bytes.count > 0 {
-                                    (headerBuffer.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)  // invariant: allocation is non-empty
-                                }
-                            }
-                            offset += header.value.count
+                            header.value.withUnsafeBytes(copyIn)
                             let base = headerBuffer.baseAddress!  // invariant: allocation is non-empty
                             append(apnsb_rd_kafka_vu_header(
                                 (base + nameStart).assumingMemoryBound(to: CChar.self),

@@ -1,22 +1,18 @@
 @testable import Bridge
-import APNs
 import BridgeLocal
 import Testing
 
 /// The decoder's fast path against its general path: what the fast path takes it decodes to the
 /// same request, and everything else it leaves to the general path.
+///
+/// Apps, source and tokens are those of `PushRequestDecoderTests`.
 @Suite struct CommonShapeRequestReaderTests {
-    static let chat = RegisteredApp(name: "chat", bundleID: "com.example.chat", environment: .production)
-    static let legacy = RegisteredApp(name: "legacy", bundleID: "com.example.legacy", environment: .sandbox)
-    static let source = RecordSource(topic: "apns.requests", partition: 3, offset: 1234)
-    static let tokenA = String(repeating: "a1", count: 32)
-    static let tokenB = String(repeating: "b2", count: 32)
+    static let source = PushRequestDecoderTests.source
+    static let tokenA = PushRequestDecoderTests.tokenA
+    static let tokenB = PushRequestDecoderTests.tokenB
     static let payload = #"{"aps":{"alert":{"title":"Hi","body":"Caf\u00e9 ☕"},"sound":"default"},"n":[1,-2.5e3,true,null]}"#
 
-    let decoders = [
-        PushRequestDecoder(apps: [chat], maxTokensPerRequest: 5),
-        PushRequestDecoder(apps: [chat, legacy], maxTokensPerRequest: 5),
-    ]
+    let decoders = [PushRequestDecoderTests().single, PushRequestDecoderTests().multi]
 
     func fast(_ text: String, _ decoder: PushRequestDecoder) -> PushRequest? {
         Array(text.utf8).withUnsafeBufferPointer { try? decoder.decodeCommonShape($0, source: Self.source) }

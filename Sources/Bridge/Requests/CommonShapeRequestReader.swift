@@ -52,18 +52,19 @@ struct CommonShapeRequestReader {
         guard payload.count <= pushType.maximumPayloadBytes else { throw NotCommonShape() }
         var priority = pushType.defaultPriority
         if let given = members.priority {
-            guard given == 10 || given == 5 || given == 1 else { throw NotCommonShape() }
+            guard PushRequestDecoder.isPriority(given) else { throw NotCommonShape() }
             priority = Int(given)
         }
         var topic = pushType.topic(bundleID: app.bundleID)
         if let range = members.topic {
-            guard (1...255).contains(range.count), isHeaderSafe(range) else { throw NotCommonShape() }
             topic = text(range)
+            guard PushRequestDecoder.isTopic(topic) else { throw NotCommonShape() }
         }
         var collapseID: String?
         if let range = members.collapseID {
-            guard (1...64).contains(range.count), isHeaderSafe(range) else { throw NotCommonShape() }
-            collapseID = text(range)
+            let given = text(range)
+            guard PushRequestDecoder.isCollapseID(given) else { throw NotCommonShape() }
+            collapseID = given
         }
         var environment = app.environment
         if let range = members.environment {
@@ -77,8 +78,8 @@ struct CommonShapeRequestReader {
         }
         let id: String
         if let range = members.id {
-            guard (1...256).contains(range.count) else { throw NotCommonShape() }  // ASCII: as many characters as bytes
             id = text(range)
+            guard PushRequestDecoder.isRequestID(id) else { throw NotCommonShape() }
         } else {
             id = PushRequestDecoder.defaultID(of: source)
         }
@@ -243,11 +244,6 @@ struct CommonShapeRequestReader {
 
     private func text(_ range: Range<Int>) -> String {
         String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
-    }
-
-    /// No DEL (`plainString` already excludes the other control characters).
-    private func isHeaderSafe(_ range: Range<Int>) -> Bool {
-        !bytes[range].contains(0x7F)
     }
 
     private func normalizedToken(_ range: Range<Int>) -> String? {

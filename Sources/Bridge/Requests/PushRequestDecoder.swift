@@ -114,7 +114,7 @@ public struct PushRequestDecoder: Sendable {
 
         var priority = pushType.defaultPriority
         if let value = fields.priority {
-            guard let number = value.int64Value, number == 10 || number == 5 || number == 1 else {
+            guard let number = value.int64Value, Self.isPriority(number) else {
                 throw invalid("priority", "must be 10, 5 or 1")
             }
             priority = Int(number)
@@ -128,14 +128,14 @@ public struct PushRequestDecoder: Sendable {
         }
         var collapseID: String?
         if let value = fields.collapseID {
-            guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 64, Self.isHeaderSafe(text) else {
+            guard let text = value.stringValue, Self.isCollapseID(text) else {
                 throw invalid("collapse_id", "must be a string of 1 to 64 bytes without control characters")
             }
             collapseID = text
         }
         var topic = pushType.topic(bundleID: app.bundleID)
         if let value = fields.topic {
-            guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 255, Self.isHeaderSafe(text) else {
+            guard let text = value.stringValue, Self.isTopic(text) else {
                 throw invalid("topic", "must be a string of 1 to 255 bytes without control characters")
             }
             topic = text
@@ -165,8 +165,7 @@ public struct PushRequestDecoder: Sendable {
 
     func decodeID(_ value: JSONValue?, source: RecordSource) throws(DeadLetter) -> String {
         guard let value else { return Self.defaultID(of: source) }
-        // At most 256 bytes are at most 256 characters: only longer ids are counted.
-        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 256 || text.unicodeScalars.count <= 256 else {
+        guard let text = value.stringValue, Self.isRequestID(text) else {
             throw invalid("id", "must be a string of 1 to 256 characters")
         }
         return text
@@ -200,6 +199,27 @@ public struct PushRequestDecoder: Sendable {
     static func quoted(_ text: String) -> String {
         let cut = text.unicodeScalars.count > 64 ? String(String.UnicodeScalarView(text.unicodeScalars.prefix(64))) + "…" : text
         return "\"\(cut)\""
+    }
+
+    /// `id`: 1 to 256 characters. At most 256 bytes are at most 256 characters: only longer ids
+    /// are counted.
+    static func isRequestID(_ text: String) -> Bool {
+        !text.isEmpty && (text.utf8.count <= 256 || text.unicodeScalars.count <= 256)
+    }
+
+    /// `priority`: 10, 5 or 1.
+    static func isPriority(_ number: Int64) -> Bool {
+        number == 10 || number == 5 || number == 1
+    }
+
+    /// `collapse_id`: 1 to 64 bytes without control characters.
+    static func isCollapseID(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 64 && isHeaderSafe(text)
+    }
+
+    /// `topic`: 1 to 255 bytes without control characters.
+    static func isTopic(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 255 && isHeaderSafe(text)
     }
 
     /// No control characters (they cannot go into an HTTP/2 header value).
