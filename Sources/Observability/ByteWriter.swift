@@ -4,45 +4,62 @@
 ///
 /// Used through `[UInt8].appendWriting(maxBytes:_:)`, which reserves `maxBytes` and keeps what
 /// was written. Writing past the reservation is a programming error (the caller's bound is
-/// wrong) and stops the process rather than writing out of bounds.
+/// wrong) and stops the process rather than writing out of bounds. The one exception is
+/// `withWritten(trying:maxBytes:_:use:)`'s first attempt, where running out of room only marks
+/// the writer `overflowed` and drops every later write.
 public struct ByteWriter {
     @usableFromInline let base: UnsafeMutablePointer<UInt8>
     @usableFromInline let end: Int
+    /// Whether writing past `end` stops the process (the caller's bound is exact) or only sets
+    /// `overflowed` (a first attempt into scratch memory that may be too small).
+    @usableFromInline let trapsOnOverflow: Bool
     /// Bytes written so far, from the start of the reserved region.
     public var count: Int { written }
     @usableFromInline var written = 0
+    /// A write did not fit: what was written is incomplete and nothing more is written.
+    public private(set) var overflowed = false
 
-    init(start: UnsafeMutablePointer<UInt8>, capacity: Int) {
+    init(start: UnsafeMutablePointer<UInt8>, capacity: Int, trapsOnOverflow: Bool = true) {
         base = start
         end = capacity
+        self.trapsOnOverflow = trapsOnOverflow
     }
 
+    /// The next `byteCount` bytes to fill, or nil when they do not fit (after an overflow, always).
     @inlinable
-    mutating func reserve(_ byteCount: Int) -> UnsafeMutablePointer<UInt8> {
-        // invariant: the caller's `maxBytes` covers everything it writes; going past it would
-        // write outside the array.
-        precondition(written + byteCount <= end, "ByteWriter: more bytes written than reserved")
+    mutating func reserve(_ byteCount: Int) -> UnsafeMutablePointer<UInt8>? {
+        guard written + byteCount <= end, !overflowed else { return overflow() }
         defer { written += byteCount }
         return base + written
+    }
+
+    @usableFromInline
+    mutating func overflow() -> UnsafeMutablePointer<UInt8>? {
+        // invariant: with an exact bound (`trapsOnOverflow`) the caller's `maxBytes` covers
+        // everything it writes; going past it would write outside the array.
+        precondition(!trapsOnOverflow, "ByteWriter: more bytes written than reserved")
+        overflowed = true
+        return nil
     }
 
     /// One byte.
     @inlinable
     public mutating func write(_ byte: UInt8) {
-        reserve(1).pointee = byte
+        reserve(1)?.pointee = byte
     }
 
-    /// A literal.
-    @inlinable
+    /// A literal. Always inlined: with the literal's length known where it is written, the copy
+    /// becomes a few moves instead of a call and a `memcpy`.
+    @inlinable @inline(__always)
     public mutating func write(_ text: StaticString) {
         let length = text.utf8CodeUnitCount
-        reserve(length).update(from: text.utf8Start, count: length)
+        reserve(length)?.update(from: text.utf8Start, count: length)
     }
 
     /// Raw bytes.
     public mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
-        reserve(bytes.count).update(from: source, count: bytes.count)
+        reserve(bytes.count)?.update(from: source, count: bytes.count)
     }
 
     /// The most bytes `writeQuoted(value)` can write: every byte a `\u00XX` escape, and the quotes.
@@ -120,7 +137,8 @@ public struct ByteWriter {
     /// Decimal digits of `value`, written right to left into the reserved bytes.
     public mutating func writeUnsigned(_ value: UInt64) {
         let count = Self.digitCount(value)
-        Self.writeDigits(value, count: count, to: reserve(count))
+        guard let target = reserve(count) else { return }
+        Self.writeDigits(value, count: count, to: target)
     }
 
     /// The decimal digits `value` takes.
@@ -171,6 +189,28 @@ extension ByteWriter {
             var writer = ByteWriter(start: scratch.baseAddress!, capacity: max(maxBytes, 0))
             body(&writer)
             use(UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
+        }
+    }
+
+    /// The room `withWritten(trying:maxBytes:_:use:)` tries first: the most that stays on the stack.
+    public static let firstAttemptBytes = 1024
+
+    /// `withWritten(maxBytes:_:use:)` for a writer whose exact bound costs a pass over its
+    /// strings: `body` first writes into `firstAttemptBytes` of stack scratch, and only when that
+    /// overflows is `maxBytes` asked for and `body` run again with it. `body` must write the
+    /// same bytes each time it runs.
+    public static func withWritten(trying body: (inout ByteWriter) -> Void, maxBytes: () -> Int,
+                                   use: (UnsafeBufferPointer<UInt8>) -> Void) {
+        let fitted = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: firstAttemptBytes) { scratch in
+            // invariant: the capacity is a positive constant, so the storage exists.
+            var writer = ByteWriter(start: scratch.baseAddress!, capacity: firstAttemptBytes, trapsOnOverflow: false)
+            body(&writer)
+            guard !writer.overflowed else { return false }
+            use(UnsafeBufferPointer(rebasing: scratch[..<writer.count]))
+            return true
+        }
+        if !fitted {
+            withWritten(maxBytes: maxBytes(), body, use: use)
         }
     }
 }

@@ -90,7 +90,7 @@ extension ByteWriter {
     /// The 24 bytes of a date in years 0–9999 (every real one), filled two digits at a time and
     /// copied once; the digit loops below handle the rest of the `Int64` range.
     private mutating func writeFixedISO8601(year: Int, month: Int, day: Int, secondOfDay: Int, millis: Int) {
-        let target = reserve(24)
+        guard let target = reserve(24) else { return }
         @inline(__always) func pair(_ value: Int, at offset: Int) {
             target[offset] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10)
             target[offset + 1] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10)

@@ -60,6 +60,24 @@ import Testing
         }
     }
 
+    @Test func aResultLongerThanTheFirstAttemptIsWrittenWhole() throws {
+        // Strings of escapes well past the first attempt's room (1 KiB of stack), in each quoted field.
+        let room = 1024
+        let long = String(repeating: "\"\u{01}", count: room)
+        let result = PushResult(requestID: long, app: "a", token: long, outcome: .rejected, status: 400, reason: long,
+                                apnsID: long, apnsUniqueID: long, attempts: 1, latencyMilliseconds: 1,
+                                source: RecordSource(topic: long, partition: 0, offset: 0), completedAtMilliseconds: 0)
+        var buffer: [UInt8] = []
+        ResultRecordEncoder.appendResult(result, to: &buffer)
+        #expect(buffer.count > 6 * 8 * room)
+        let json = try object(buffer)
+        for key in ["request_id", "token", "reason", "apns_id", "apns_unique_id"] {
+            #expect(json[key] as? String == long, "\(key)")
+        }
+        #expect((json["source"] as? [String: Any])?["topic"] as? String == long)
+        #expect(json["completed_at"] as? String == "1970-01-01T00:00:00.000Z")
+    }
+
     @Test func latencyAndIntegerFormatting() throws {
         let cases: [(Double, String)] = [
             (0, "0.0"), (0.04, "0.0"), (0.05, "0.1"), (18.44, "18.4"), (18.45, "18.5"), (1234567.89, "1234567.9"),

@@ -93,6 +93,29 @@ import Testing
         #expect(Timestamp.iso8601(.min).hasPrefix("0000-"))
     }
 
+    @Test func aFirstAttemptThatOverflowsIsWrittenAgainWithTheExactBound() {
+        // Within the first attempt: the exact bound is never computed.
+        var boundAsked = 0
+        var written: [UInt8] = []
+        ByteWriter.withWritten(trying: { $0.write("short"); $0.writeInteger(-42) },
+                               maxBytes: { boundAsked += 1; return 100 }, use: { written = Array($0) })
+        #expect(String(decoding: written, as: UTF8.self) == "short-42" && boundAsked == 0)
+        // Past it, each kind of write at the point of overflow: the second run writes everything once.
+        let long = String(repeating: "\u{01}", count: ByteWriter.firstAttemptBytes / 6 + 1)
+        let bodies: [(String, (inout ByteWriter) -> Void)] = [
+            ("quoted", { $0.write("["); $0.writeQuoted(long); $0.write("]") }),
+            ("literals", { for _ in 0..<ByteWriter.firstAttemptBytes / 4 + 1 { $0.write("abcd") }; $0.writeUnsigned(7) }),
+            ("bytes", { for _ in 0..<ByteWriter.firstAttemptBytes + 1 { $0.write(UInt8(ascii: "x")) }; $0.writeISO8601(0) }),
+        ]
+        for (name, body) in bodies {
+            var expected: [UInt8] = []
+            expected.appendWriting(maxBytes: 20_000, body)
+            boundAsked = 0
+            ByteWriter.withWritten(trying: body, maxBytes: { boundAsked += 1; return expected.count }, use: { written = Array($0) })
+            #expect(written == expected && boundAsked == 1 && expected.count > ByteWriter.firstAttemptBytes, "\(name)")
+        }
+    }
+
     @Test func quotedBytesIsExactlyWhatWriteQuotedWrites() {
         let samples = ["", "plain-token-0123", "quote\"back\\slash", "line\nfeed\r\t", "\u{01}\u{1F}\u{7F}", "é日本🙂",
                        String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)]

@@ -15,12 +15,9 @@ public enum ResultRecordEncoder {
 
     /// Writes a result record (contract §3) into scratch memory and hands it to `use`.
     public static func withResult(_ result: PushResult, _ use: (UnsafeBufferPointer<UInt8>) -> Void) {
-        // Exact string lengths: the whole bound then fits the stack (see `ByteWriter.withWritten`).
-        let strings = ByteWriter.quotedBytes(result.requestID) + ByteWriter.quotedBytes(result.app)
-            + ByteWriter.quotedBytes(result.token) + ByteWriter.quotedBytes(result.source.topic)
-            + (result.reason.map(ByteWriter.quotedBytes) ?? 0) + (result.apnsID.map(ByteWriter.quotedBytes) ?? 0)
-            + (result.apnsUniqueID.map(ByteWriter.quotedBytes) ?? 0)
-        ByteWriter.withWritten(maxBytes: fixedPartMaxBytes + strings, { writer in
+        // Nearly every result fits the first attempt's stack scratch; only a longer one pays for
+        // the exact string lengths, which keep its whole bound on the stack too.
+        ByteWriter.withWritten(trying: { writer in
             writer.write("{\"request_id\":")
             writer.writeQuoted(result.requestID)
             writer.write(",\"app\":")
@@ -52,7 +49,15 @@ public enum ResultRecordEncoder {
             writer.write(",\"completed_at\":\"")
             writer.writeISO8601(result.completedAtMilliseconds)
             writer.write("\"}")
-        }, use: use)
+        }, maxBytes: { maxBytes(of: result) }, use: use)
+    }
+
+    /// The most bytes a result record takes: the fixed part and its strings' exact quoted lengths.
+    static func maxBytes(of result: PushResult) -> Int {
+        fixedPartMaxBytes + ByteWriter.quotedBytes(result.requestID) + ByteWriter.quotedBytes(result.app)
+            + ByteWriter.quotedBytes(result.token) + ByteWriter.quotedBytes(result.source.topic)
+            + (result.reason.map(ByteWriter.quotedBytes) ?? 0) + (result.apnsID.map(ByteWriter.quotedBytes) ?? 0)
+            + (result.apnsUniqueID.map(ByteWriter.quotedBytes) ?? 0)
     }
 
     /// Appends an invalid-token record (contract §4).
