@@ -85,8 +85,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var sweepTimer: EventLoopTimer?
     private var expiredScratch: [Int32] = []
     var peerMaxConcurrentStreams = 100
-    /// When the last frame arrived (monotonic nanoseconds): any frame proves the peer alive.
-    public internal(set) var lastFrameReceivedNanoseconds: UInt64 = 0
+    /// When the last frame arrived (monotonic nanoseconds): any frame proves the peer alive. No
+    /// runtime exclusivity check (one per frame): loop thread only, and only ever stored or read.
+    @exclusivity(unchecked) public internal(set) var lastFrameReceivedNanoseconds: UInt64 = 0
 
     /// Creates an idle connection; `start()` connects.
     ///

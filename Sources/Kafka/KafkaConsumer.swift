@@ -17,8 +17,9 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// Guards the phase; calls from any thread run their (non-blocking) C call under it, so
     /// `close` cannot destroy the handle under them.
     let phase = Locked(Phase.open)
-    /// The last topic handle seen by `poll` and its name (polling thread only).
-    private var topicNames = TopicNameCache()
+    /// The last topic handle seen by `poll` and its name. No runtime exclusivity check (one per
+    /// record): polling thread only, and its one mutating method calls out to nothing.
+    @exclusivity(unchecked) private var topicNames = TopicNameCache()
 
     /// Joins `groupID` and subscribes to `topics`.
     ///

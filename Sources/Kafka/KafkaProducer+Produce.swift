@@ -42,46 +42,47 @@ extension KafkaProducer {
             KafkaProducer.withOptionalBytes(key) { keyBytes in
                 withUnsafeTemporaryAllocation(byteCount: max(headerBytes, 1), alignment: 1) { headerBuffer in
                     withUnsafeTemporaryAllocation(of: rd_kafka_vu_t.self, capacity: argumentCount) { arguments in
+                        // Plain local variables, no nested functions capturing them: a captured
+                        // variable is boxed and every access to it checked at run time.
                         var index = 0
-                        func append(_ argument: rd_kafka_vu_t) {
-                            arguments.initializeElement(at: index, to: argument)
-                            index += 1
-                        }
-                        append(apnsb_rd_kafka_vu_topic(topicName))
+                        arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_topic(topicName))
+                        index += 1
                         if let valueBytes {
-                            append(apnsb_rd_kafka_vu_value(valueBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), valueBytes.count))
+                            arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_value(
+                                valueBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), valueBytes.count))
+                            index += 1
                         }  // no value: a null value (tombstone)
                         if let partition {
-                            append(apnsb_rd_kafka_vu_partition(partition))
+                            arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_partition(partition))
+                            index += 1
                         }
                         if let timestampMilliseconds {
-                            append(apnsb_rd_kafka_vu_timestamp(timestampMilliseconds))
+                            arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_timestamp(timestampMilliseconds))
+                            index += 1
                         }
                         if let keyBytes {
-                            append(apnsb_rd_kafka_vu_key(keyBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), keyBytes.count))
+                            arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_key(
+                                keyBytes.baseAddress ?? UnsafeRawPointer(emptyBytes), keyBytes.count))
+                            index += 1
                         }
-                        append(apnsb_rd_kafka_vu_opaque(tag))
-                        append(apnsb_rd_kafka_vu_msgflags(apnsb_rd_kafka_msg_f_copy()))
+                        arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_opaque(tag))
+                        arguments.initializeElement(at: index + 1, to: apnsb_rd_kafka_vu_msgflags(apnsb_rd_kafka_msg_f_copy()))
+                        index += 2
+                        // invariant: the header buffer holds at least one byte, so it has an address.
+                        let base = headerBuffer.baseAddress!
                         var offset = 0
-                        /// Copies `bytes` into the header buffer at `offset` and moves past them.
-                        func copyIn(_ bytes: UnsafeRawBufferPointer) {
-                            if let source = bytes.baseAddress, !bytes.isEmpty {
-                                (headerBuffer.baseAddress! + offset).copyMemory(from: source, byteCount: bytes.count)  // invariant: allocation is non-empty
-                            }
-                            offset += bytes.count
-                        }
                         for header in headers {
                             let nameStart = offset
-                            header.name.withUTF8Bytes { copyIn(UnsafeRawBufferPointer($0)) }
-                            headerBuffer[offset] = 0
+                            offset += KafkaProducer.copy(header.name, to: base + nameStart)
+                            base.storeBytes(of: 0, toByteOffset: offset, as: UInt8.self)
                             offset += 1
                             let valueStart = offset
-                            header.value.withUnsafeBytes(copyIn)
-                            let base = headerBuffer.baseAddress!  // invariant: allocation is non-empty
-                            append(apnsb_rd_kafka_vu_header(
+                            offset += header.value.withUnsafeBytes { KafkaProducer.copy($0, to: base + valueStart) }
+                            arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_header(
                                 (base + nameStart).assumingMemoryBound(to: CChar.self),
                                 base + valueStart,
                                 header.value.count))
+                            index += 1
                         }
                         defer { arguments.baseAddress!.deinitialize(count: index) }  // invariant: capacity >= 4
                         guard let error = rd_kafka_produceva(rk, arguments.baseAddress, index) else {
@@ -96,6 +97,19 @@ extension KafkaProducer {
                 }
             }
         }
+    }
+
+    /// Copies `text`'s UTF-8 bytes to `destination`; returns how many.
+    private static func copy(_ text: String, to destination: UnsafeMutableRawPointer) -> Int {
+        text.withUTF8Bytes { copy(UnsafeRawBufferPointer($0), to: destination) }
+    }
+
+    /// Copies `bytes` to `destination`; returns how many.
+    private static func copy(_ bytes: UnsafeRawBufferPointer, to destination: UnsafeMutableRawPointer) -> Int {
+        if let source = bytes.baseAddress, !bytes.isEmpty {
+            destination.copyMemory(from: source, byteCount: bytes.count)
+        }
+        return bytes.count
     }
 
     /// Runs `body` with the bytes of `bytes`, or nil when `bytes` is nil.

@@ -27,8 +27,9 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     private var pools: [PoolKey: APNsClient] = [:]
     /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool (a short
     /// list searched linearly: a poll rarely touches more than a few pools, and this saves
-    /// hashing the app name for every request).
-    private var pending: [(key: PoolKey, pool: APNsClient, batch: [APNsPendingNotification])] = []
+    /// hashing the app name for every request). No runtime exclusivity check (three per
+    /// request): no access to it calls out to code that could touch it.
+    @exclusivity(unchecked) private var pending: [(key: PoolKey, pool: APNsClient, batch: [APNsPendingNotification])] = []
     private let inFlightCount = Atomic<Int>(0)
     /// Every pool made so far with its app, for readers on other threads (`/metrics`, `/readyz`).
     let poolDirectory = Locked<[(app: String, environment: PushEnvironment, client: APNsClient)]>([])
