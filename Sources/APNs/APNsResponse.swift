@@ -28,7 +28,9 @@ public struct APNsResponse: Sendable, Equatable {
     public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
         self.init(status: status)
         for header in headers {
-            switch header.name.lowercased() {
+            // HTTP/2 names arrive lower-case: only another spelling pays for `lowercased()`.
+            let isLowercase = !header.name.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
+            switch isLowercase ? header.name : header.name.lowercased() {
             case "apns-id": apnsID = header.value
             case "apns-unique-id": apnsUniqueID = header.value
             default: break

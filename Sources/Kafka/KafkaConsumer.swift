@@ -132,7 +132,7 @@ public final class KafkaConsumer: @unchecked Sendable {
     private func pollRecords(maxMessages: Int, timeoutMilliseconds: Int32,
                              _ body: (borrowing KafkaPolledRecord) -> Void) throws -> [KafkaTopicPartition] {
         guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
-        client.context.revokedDuringPoll.withLock { $0.removeAll() }
+        _ = client.context.revokedDuringPoll.takeAll()
         var timeout = timeoutMilliseconds
         var handed = 0
         while handed < maxMessages {
@@ -152,20 +152,14 @@ public final class KafkaConsumer: @unchecked Sendable {
                 continue
             }
             let record = KafkaPolledRecord(message, topic: topicNames.name(of: message))
-            let revokedEarlier = client.context.revokedDuringPoll.withLock { revoked in
-                !revoked.isEmpty && revoked.contains(record.topicPartition)
-            }
-            guard !revokedEarlier else { continue }
+            guard !client.context.revokedDuringPoll.contains(record.topicPartition) else { continue }
             handed += 1
             body(record)
         }
         if let fatal = client.context.fatalError.withLock({ $0 }) {
             throw fatal
         }
-        return client.context.revokedDuringPoll.withLock { revoked in
-            defer { revoked.removeAll() }
-            return revoked
-        }
+        return client.context.revokedDuringPoll.takeAll()
     }
 
     /// Commits the stored offsets, leaves the group (revocations reach ``rebalanceHandler``)

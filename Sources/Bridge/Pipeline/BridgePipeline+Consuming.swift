@@ -31,7 +31,7 @@ extension BridgePipeline {
         // Records polled and not yet admitted, with the assignment they were fetched under.
         var waiting = AdmissionQueue(largestWork: configuration.limits.maxTokensPerRequest)
         var progressCache = PartitionProgressCache()
-        while !isStopRequested, fatalReason == nil {
+        while !isStopRequested, !hasFailed {
             lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
             let limit = configuration.limits.maxInFlight
@@ -91,7 +91,7 @@ extension BridgePipeline {
 
     /// Whether another record may be admitted: work under `limit`, no stop, no fatal error.
     private func canAdmit(limit: Int) -> Bool {
-        inFlight < limit && !isStopRequested && fatalReason == nil
+        inFlight < limit && !isStopRequested && !hasFailed
     }
 
     /// Processes one record, lets `waiting` learn the work it caused (for sizing polls) and

@@ -41,6 +41,8 @@ public final class BridgePipeline: Sendable {
     let workInFlight = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
+    /// Whether `fatalState` holds a reason: read without the lock where every record asks.
+    private let failed = Atomic<Bool>(false)
     /// Every series of `/metrics` (contract §10).
     public let metrics: BridgeMetrics
     /// Set by the first assignment: the consumer is a member of its group.
@@ -150,6 +152,7 @@ public final class BridgePipeline: Sendable {
         let first = fatalState.withLock { state -> Bool in
             guard state == nil else { return false }
             state = reason
+            failed.store(true, ordering: .releasing)
             return true
         }
         if first {
@@ -160,6 +163,11 @@ public final class BridgePipeline: Sendable {
 
     var fatalReason: String? {
         fatalState.withLock { $0 }
+    }
+
+    /// Whether a fatal error was recorded (`fatalReason` is set); no lock.
+    var hasFailed: Bool {
+        failed.load(ordering: .acquiring)
     }
 
     /// Notifications waiting for APNs plus results and dead letters waiting for Kafka's acknowledgement.

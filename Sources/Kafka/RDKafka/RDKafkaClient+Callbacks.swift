@@ -115,7 +115,7 @@ private let rebalanceCallback: @convention(c) (
         }
         // Assigned again within the same poll: its records are this member's again. (Records
         // fetched before the revocation may come twice then; at least once, never lost.)
-        context?.revokedDuringPoll.withLock { revoked in revoked.removeAll { changed.contains($0) } }
+        context?.revokedDuringPoll.remove(changed)
         handler?(.assigned(changed))
 
     case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
@@ -123,7 +123,7 @@ private let rebalanceCallback: @convention(c) (
         logger.info(isLost ? "partitions lost" : "partitions revoked", metadata: [
             "partitions": changed.map(\.description).joined(separator: ","),
         ])
-        context?.revokedDuringPoll.withLock { $0 += changed }
+        context?.revokedDuringPoll.add(changed)
         handler?(isLost ? .lost(changed) : .revoked(changed))
         if isCooperative {
             if let error = rd_kafka_incremental_unassign(rk, partitions) {

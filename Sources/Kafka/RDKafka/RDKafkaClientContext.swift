@@ -14,7 +14,7 @@ final class RDKafkaClientContext: Sendable {
     /// Called by the rebalance callback (consumers only); set at any time.
     let rebalanceHandler = Locked<(@Sendable (KafkaRebalanceEvent) -> Void)?>(nil)
     /// Partitions revoked or lost by rebalances during the current `poll` (consumers only).
-    let revokedDuringPoll = Locked<[KafkaTopicPartition]>([])
+    let revokedDuringPoll = RevokedPartitions()
     /// Receives librdkafka's statistics JSON every `statistics.interval.ms`; set at any time.
     let statisticsHandler = Locked<(@Sendable ([UInt8]) -> Void)?>(nil)
     /// The first fatal error reported by librdkafka's error callback, if any.
