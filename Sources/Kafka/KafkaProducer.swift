@@ -19,12 +19,6 @@ import Synchronization
 /// thread) and records enqueued after it (on the enqueuing thread). It must be quick,
 /// thread-safe and must not block.
 public final class KafkaProducer: @unchecked Sendable {
-    private struct State {
-        var isOpen = true
-        /// `flush` calls running without the lock; `close` waits for them before destroying.
-        var activeFlushes = 0
-    }
-
     private let client: RDKafkaClient
     private let outbox: ProducerOutbox
     private let wakeUp: WakeUpPipe
@@ -33,7 +27,8 @@ public final class KafkaProducer: @unchecked Sendable {
     private let logger: Logger
     /// The `rd_kafka_t`, for the produce path.
     var clientPointer: OpaquePointer { client.pointer }
-    private let state = Locked(State())
+    /// Calls using the handle; `close` shuts it and waits for them before destroying.
+    private let gate = ClientGate()
 
     /// How long `produce` waits for room when librdkafka's queue is full before throwing.
     static let queueFullWaitNanoseconds: UInt64 = 30_000_000_000
@@ -158,12 +153,11 @@ public final class KafkaProducer: @unchecked Sendable {
     ) throws {
         var waitDeadline: UInt64?
         while true {
-            let outcome = try state.withLock { state throws(KafkaError) -> ProduceOutcome in
-                guard state.isOpen else { throw KafkaError.closed("Kafka producer") }
-                return produceOnce(
+            guard let outcome = gate.whileInside({
+                produceOnce(
                     topic: topic, key: key, value: value, headers: headers, tag: tag, partition: partition,
                     timestampMilliseconds: timestampMilliseconds)
-            }
+            }) else { throw KafkaError.closed("Kafka producer") }
             switch outcome {
             case .accepted:
                 return
@@ -188,12 +182,8 @@ public final class KafkaProducer: @unchecked Sendable {
     /// `timeoutMilliseconds` passed. Blocks: never call it on an event loop.
     /// - Returns: true when nothing is left in flight (also after ``close()``).
     public func flush(timeoutMilliseconds: Int32) -> Bool {
-        let isOpen = state.withLock { state -> Bool in
-            if state.isOpen { state.activeFlushes += 1 }
-            return state.isOpen
-        }
-        guard isOpen else { return true }
-        defer { state.withLock { $0.activeFlushes -= 1 } }
+        guard gate.enter() else { return true }
+        defer { gate.leave() }
         let deadline = Timestamp.monotonicNanoseconds() + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
         while outbox.count > 0 {
             guard Timestamp.monotonicNanoseconds() < deadline else { return false }
@@ -207,13 +197,7 @@ public final class KafkaProducer: @unchecked Sendable {
     /// Runs `body` with the handle unless the producer is closed; `close` waits for it to return.
     /// For calls that may block (transactions): no lock is held meanwhile.
     func withOpenClient<R>(_ body: (OpaquePointer) -> R) -> R? {
-        let isOpen = state.withLock { state -> Bool in
-            if state.isOpen { state.activeFlushes += 1 }
-            return state.isOpen
-        }
-        guard isOpen else { return nil }
-        defer { state.withLock { $0.activeFlushes -= 1 } }
-        return body(client.pointer)
+        gate.whileInside { body(client.pointer) }
     }
 
     /// The fatal error librdkafka raised on this producer (e.g. fenced by another producer with
@@ -224,20 +208,16 @@ public final class KafkaProducer: @unchecked Sendable {
 
     /// Messages handed to librdkafka whose delivery report has not been served yet (0 after close).
     public var inFlightCount: Int {
-        state.withLock { $0.isOpen ? Int(rd_kafka_outq_len(client.pointer)) : 0 }
+        gate.whileInside { Int(rd_kafka_outq_len(client.pointer)) } ?? 0
     }
 
     /// Flushes for up to `flushTimeoutMilliseconds`, purges what is left (those messages get a
     /// delivery report with a purge error), stops the poll thread and destroys the producer.
     /// Idempotent; `produce` throws afterwards.
     public func close(flushTimeoutMilliseconds: Int32 = 10_000) {
-        let shouldClose = state.withLock { state -> Bool in
-            defer { state.isOpen = false }
-            return state.isOpen
-        }
-        guard shouldClose else { return }
-        while state.withLock({ $0.activeFlushes }) > 0 {
-            usleep(1000)
+        guard gate.beginClosing() else { return }
+        while gate.callersInside > 0 {
+            usleep(1000)  // a produce call returns at once; a flush within its timeout
         }
         let started = Timestamp.monotonicNanoseconds()
         let deadline = started + UInt64(max(0, flushTimeoutMilliseconds)) * 1_000_000

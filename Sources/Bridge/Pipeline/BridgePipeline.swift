@@ -218,19 +218,22 @@ public final class BridgePipeline: Sendable {
     }
 }
 
-/// A weak, late-bound reference that lets callbacks created before the pipeline reach it.
-final class PipelineReference: Sendable {
-    private let reference = Locked<WeakPipeline>(WeakPipeline())
-
-    private struct WeakPipeline {
-        weak var pipeline: BridgePipeline?
-    }
+/// A weak, late-bound reference that lets callbacks created before the pipeline reach it. Read
+/// for every delivery report, so without a lock: the one write comes before `isSet` is raised,
+/// and a read looks at the reference only after seeing `isSet`, so no read meets the write.
+final class PipelineReference: @unchecked Sendable {
+    private weak var stored: BridgePipeline?
+    private let isSet = Atomic<Bool>(false)
 
     var pipeline: BridgePipeline? {
-        reference.withLock { $0.pipeline }
+        isSet.load(ordering: .acquiring) ? stored : nil
     }
 
+    /// Binds the pipeline; once only.
     func set(_ pipeline: BridgePipeline) {
-        reference.withLock { $0.pipeline = pipeline }
+        // invariant: `init` binds its own reference once, before anything reads it.
+        precondition(!isSet.load(ordering: .relaxed), "PipelineReference bound twice")
+        stored = pipeline
+        isSet.store(true, ordering: .releasing)
     }
 }
