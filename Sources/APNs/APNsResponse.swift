@@ -27,17 +27,23 @@ public struct APNsResponse: Sendable, Equatable {
     /// JSON leaves `reason` and `timestamp` nil; the status still tells the story.
     public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
         self.init(status: status)
-        for header in headers {
-            // HTTP/2 names arrive lower-case: only another spelling pays for `lowercased()`.
-            let isLowercase = !header.name.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
-            switch isLowercase ? header.name : header.name.lowercased() {
-            case "apns-id": apnsID = header.value
-            case "apns-unique-id": apnsUniqueID = header.value
-            default: break
-            }
+        // HTTP/2 names arrive lower-case: compared as they are first (small strings), and only
+        // another header or another spelling pays for `lowercased()`.
+        for header in headers where !take(header.value, asHeaderNamed: header.name) {
+            _ = take(header.value, asHeaderNamed: header.name.lowercased())
         }
         guard status != 200, !body.isEmpty, let object = JSONScanner.parseObjectWithUniqueMembers(body) else { return }
         if let text = object["reason"]?.stringValue { reason = APNsReason(text) }
         if let milliseconds = object["timestamp"]?.int64Value { timestamp = milliseconds }
+    }
+
+    /// Keeps `value` when `name` is `apns-id` or `apns-unique-id` (exactly); false otherwise.
+    private mutating func take(_ value: String, asHeaderNamed name: String) -> Bool {
+        switch name {
+        case "apns-id": apnsID = value
+        case "apns-unique-id": apnsUniqueID = value
+        default: return false
+        }
+        return true
     }
 }
