@@ -2,7 +2,7 @@ import Foundation
 import Kafka
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(2)))
 struct KafkaRebalanceTests {
     @Test func twoMembersSharePartitionsThroughCooperativeRebalancing() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
@@ -23,7 +23,10 @@ struct KafkaRebalanceTests {
             bootstrapServers: cluster.bootstrapServers, groupID: "sharers", topics: ["shared"],
             properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
         second.rebalanceHandler = secondEvents.handler
-        let balanced = try KafkaTestSupport.poll([first, second], seconds: 40) {
+        // Usually balanced within seconds; on a loaded machine librdkafka's mock coordinator has
+        // taken one more round per session (5 s each), up to about 40 s, before handing the
+        // revoked partitions to the new member.
+        let balanced = try KafkaTestSupport.poll([first, second], seconds: 80) {
             try first.assignment().count == 2 && second.assignment().count == 2
         }
         #expect(balanced)
