@@ -26,24 +26,37 @@ public struct APNsResponse: Sendable, Equatable {
     /// and, for non-200 answers, the JSON body `{"reason":"…","timestamp":…}`. A body that is not such
     /// JSON leaves `reason` and `timestamp` nil; the status still tells the story.
     public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
-        self.init(status: status)
+        // Gathered in locals and stored once: a `mutating` helper on a half-built `self` made the
+        // compiler copy and destroy the whole response around each call.
+        var apnsID: String?
+        var apnsUniqueID: String?
         // HTTP/2 names arrive lower-case: compared as they are first (small strings), and only
         // another header or another spelling pays for `lowercased()`.
-        for header in headers where !take(header.value, asHeaderNamed: header.name) {
-            _ = take(header.value, asHeaderNamed: header.name.lowercased())
+        for header in headers {
+            switch Self.field(named: header.name) ?? Self.field(named: header.name.lowercased()) {
+            case .apnsID: apnsID = header.value
+            case .apnsUniqueID: apnsUniqueID = header.value
+            case nil: break
+            }
         }
-        guard status != 200, !body.isEmpty, let object = JSONScanner.parseObjectWithUniqueMembers(body) else { return }
-        if let text = object["reason"]?.stringValue { reason = APNsReason(text) }
-        if let milliseconds = object["timestamp"]?.int64Value { timestamp = milliseconds }
+        var reason: APNsReason?
+        var timestamp: Int64?
+        if status != 200, !body.isEmpty, let object = JSONScanner.parseObjectWithUniqueMembers(body) {
+            if let text = object["reason"]?.stringValue { reason = APNsReason(text) }
+            timestamp = object["timestamp"]?.int64Value
+        }
+        self.init(status: status, apnsID: apnsID, apnsUniqueID: apnsUniqueID, reason: reason, timestamp: timestamp)
     }
 
-    /// Keeps `value` when `name` is `apns-id` or `apns-unique-id` (exactly); false otherwise.
-    private mutating func take(_ value: String, asHeaderNamed name: String) -> Bool {
+    /// The answer's headers that a response keeps.
+    private enum Field { case apnsID, apnsUniqueID }
+
+    /// The field `name` carries, compared exactly; nil for any other header.
+    private static func field(named name: String) -> Field? {
         switch name {
-        case "apns-id": apnsID = value
-        case "apns-unique-id": apnsUniqueID = value
-        default: return false
+        case "apns-id": .apnsID
+        case "apns-unique-id": .apnsUniqueID
+        default: nil
         }
-        return true
     }
 }
