@@ -114,12 +114,31 @@ public final class KafkaProducer: @unchecked Sendable {
     /// enqueues it.
     public func produceNow(topic: String, key: [UInt8]?, value: UnsafeRawBufferPointer,
                            headers: [(name: String, value: [UInt8])], tag: UInt64) -> Bool {
-        guard outbox.count == 0 else { return false }
-        let outcome = withOpenClient { _ in
-            produceOnce(topic: topic, key: key, valueBytes: value, headers: headers, tag: tag)
+        produceNowIfClear {
+            KafkaProducer.withOptionalBytes(key) { keyBytes in
+                produceOnce(topic: topic, keyBytes: keyBytes, valueBytes: value, headers: .list(headers), tag: tag)
+            }
         }
-        // Closed, queue full or refused: enqueued, the outbox reports or retries it as any record.
-        guard case .accepted? = outcome else { return false }
+    }
+
+    /// ``produceNow(topic:key:value:headers:tag:)`` for a record with one header, its key and the
+    /// header's value read from memory the caller keeps valid during the call (librdkafka copies
+    /// them): a record produced here needs no array at all.
+    public func produceNow(topic: String, key: UnsafeRawBufferPointer?, value: UnsafeRawBufferPointer,
+                           header: (name: String, value: UnsafeRawBufferPointer), tag: UInt64) -> Bool {
+        produceNowIfClear {
+            produceOnce(topic: topic, keyBytes: key, valueBytes: value, headers: .one(name: header.name, value: header.value),
+                        tag: tag)
+        }
+    }
+
+    /// Runs `produce` when nothing waits in the outbox and the producer is open; true when
+    /// librdkafka took the record.
+    private func produceNowIfClear(_ produce: () -> ProduceOutcome) -> Bool {
+        guard outbox.count == 0 else { return false }
+        // Closed, queue full or refused: the caller enqueues it, and the outbox reports or
+        // retries it as any record.
+        guard case .accepted? = withOpenClient({ _ in produce() }) else { return false }
         return true
     }
 

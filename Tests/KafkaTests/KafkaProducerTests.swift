@@ -42,6 +42,47 @@ struct KafkaProducerTests {
         #expect(empty.headers.isEmpty)
     }
 
+    /// The one-header form reads key, value and header value from the caller's memory during the
+    /// call only: what arrives is what was there then, also when the memory is reused at once.
+    @Test func aRecordProducedFromBorrowedBytesArrivesWithItsKeyAndHeader() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("borrowed", partitions: 1)
+        let recorder = DeliveryRecorder()
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
+            deliveryHandler: recorder.handler)
+        defer { producer.close() }
+
+        var scratch = [UInt8](repeating: 0, count: 64)
+        for index in 0..<3 {
+            let id = Array("request-\(index)-\(String(repeating: "x", count: index * 20))".utf8)
+            scratch.replaceSubrange(0..<id.count, with: id)
+            let produced = scratch.withUnsafeBytes { bytes in
+                let key = index == 2 ? nil : UnsafeRawBufferPointer(rebasing: bytes[0..<id.count])
+                return producer.produceNow(topic: "borrowed", key: key, value: UnsafeRawBufferPointer(rebasing: bytes[0..<id.count]),
+                                           header: (name: "request-id", value: UnsafeRawBufferPointer(rebasing: bytes[0..<id.count])),
+                                           tag: UInt64(index))
+            }
+            #expect(produced)
+            scratch.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0xFF) }  // reused at once
+        }
+        #expect(recorder.wait(forCount: 3, seconds: 20))
+        #expect(recorder.all.allSatisfy { $0.error == nil })
+
+        let stored = try KafkaTopicReader.readAll(
+            bootstrapServers: cluster.bootstrapServers, topic: "borrowed", expectedCount: 3, timeoutMilliseconds: 20_000,
+            settleMilliseconds: 200)
+        #expect(stored.count == 3)
+        for (index, record) in stored.enumerated() {
+            let id = Array("request-\(index)-\(String(repeating: "x", count: index * 20))".utf8)
+            #expect(record.value == id)
+            #expect(record.key == (index == 2 ? nil : id))
+            #expect(record.headers.map(\.name) == ["request-id"])
+            #expect(record.header("request-id") == id)
+        }
+    }
+
     @Test func messagesProducedWhileTheBrokerIsDownAreDeliveredAfterItComesBack() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }

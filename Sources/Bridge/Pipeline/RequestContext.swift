@@ -12,9 +12,6 @@ import Observability
 final class RequestContext: Sendable {
     /// Request id, app, environment, source and start time, as every result repeats them.
     let facts: APNsAnswerInterpreter.RequestFacts
-    /// The request id as a record key, and as the `request-id` header of every output.
-    let requestIDBytes: [UInt8]
-    let requestIDHeader: [(name: String, value: [UInt8])]
     private let partition: PartitionProgress
     private let remaining = Atomic<Int>(1)
 
@@ -31,12 +28,16 @@ final class RequestContext: Sendable {
             startedAtMilliseconds: startedAtMilliseconds
         )
         self.partition = partition
-        self.requestIDBytes = Array(requestID.utf8)
-        self.requestIDHeader = [(name: "request-id", value: requestIDBytes)]
     }
 
     var source: RecordSource { facts.source }
     var requestID: String { facts.requestID }
+    /// Runs `body` with the request id's UTF-8 bytes: the key of every result and the value of
+    /// every output's `request-id` header.
+    func withRequestIDBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        var requestID = facts.requestID
+        return requestID.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+    }
     var app: String { facts.app }
     /// Record timestamp (ms since the epoch) that `latency_ms` counts from; nil when unusable.
     var startedAtMilliseconds: Int64? { facts.startedAtMilliseconds }

@@ -80,11 +80,14 @@ final class ResultPublisher: ResultSink {
     }
 
     /// Publishes one result on the results topic, keyed by the request id. The record is
-    /// written into scratch memory and produced from there (librdkafka copies it).
+    /// written into scratch memory and produced from there (librdkafka copies it), its key and
+    /// `request-id` header read from the request id's own bytes.
     func publishResult(_ result: PushResult, context: RequestContext) {
         ResultRecordEncoder.withResult(result) { value in
-            produce(topic: resultsTopic, key: context.requestIDBytes, value: UnsafeRawBufferPointer(value),
-                    headers: context.requestIDHeader, context: context)
+            context.withRequestIDBytes { requestID in
+                produce(topic: resultsTopic, key: requestID, value: UnsafeRawBufferPointer(value),
+                        headers: .requestID(requestID), context: context)
+            }
         }
     }
 
@@ -92,9 +95,14 @@ final class ResultPublisher: ResultSink {
     func publishInvalidToken(_ record: InvalidTokenRecord, context: RequestContext) {
         var value: [UInt8] = []  // sized by the encoder
         ResultRecordEncoder.appendInvalidToken(record, to: &value)
-        value.withUnsafeBytes {
-            produce(topic: invalidTokensTopic, key: Array(record.token.utf8), value: $0, headers: context.requestIDHeader,
-                    context: context, countsAsWork: false)
+        var token = record.token
+        token.withUTF8 { token in
+            value.withUnsafeBytes { value in
+                context.withRequestIDBytes { requestID in
+                    produce(topic: invalidTokensTopic, key: UnsafeRawBufferPointer(token), value: value,
+                            headers: .requestID(requestID), context: context, countsAsWork: false)
+                }
+            }
         }
     }
 
@@ -103,13 +111,14 @@ final class ResultPublisher: ResultSink {
     /// would stop the partition, and the same record would stop it again after every restart.
     func publishDeadLetter(_ deadLetter: DeadLetter, message: KafkaMessage, context: RequestContext) {
         // Our `request-id` replaces one the original may carry, so readers see one value.
-        var headers = message.headers.filter { $0.name != "request-id" } + context.requestIDHeader
+        let requestIDHeader = [(name: "request-id", value: Array(context.requestID.utf8))]
+        var headers = message.headers.filter { $0.name != "request-id" } + requestIDHeader
         var key = message.key
         var budget = deadLetterBudget(key: key, headers: headers)
         if budget < ResultPublisher.minimumDeadLetterBytes {
             // Key and headers alone nearly fill a record (possible only near the limit): the
             // original headers go first, then the key; the value always fits.
-            headers = context.requestIDHeader
+            headers = requestIDHeader
             budget = deadLetterBudget(key: key, headers: headers)
             if budget < ResultPublisher.minimumDeadLetterBytes {
                 key = nil
@@ -119,7 +128,11 @@ final class ResultPublisher: ResultSink {
         var value: [UInt8] = []
         ResultRecordEncoder.appendDeadLetter(
             deadLetter, source: context.source, original: message.value, maximumBytes: budget, to: &value)
-        value.withUnsafeBytes { produce(topic: deadLetterTopic, key: key, value: $0, headers: headers, context: context) }
+        value.withUnsafeBytes { value in
+            KafkaProducer.withOptionalBytes(key) { key in
+                produce(topic: deadLetterTopic, key: key, value: value, headers: .list(headers), context: context)
+            }
+        }
     }
 
     /// A dead letter's value always has room for its code, detail and source.
@@ -133,13 +146,27 @@ final class ResultPublisher: ResultSink {
         return maximumRecordBytes - used
     }
 
-    /// Hands one output on. The value is only read during the call: an array of it is made only
-    /// for a record that is buffered (exactly once) or has to wait in the outbox.
+    /// An output's headers: the request id alone, read from its bytes during the call, or a list.
+    private enum OutputHeaders {
+        case requestID(UnsafeRawBufferPointer)
+        case list([(name: String, value: [UInt8])])
+
+        /// The headers as a record that outlives the call keeps them.
+        var list: [(name: String, value: [UInt8])] {
+            switch self {
+            case .requestID(let requestID): [(name: "request-id", value: Array(requestID))]
+            case .list(let headers): headers
+            }
+        }
+    }
+
+    /// Hands one output on. Key, value and headers are only read during the call: arrays of them
+    /// are made only for a record that is buffered (exactly once) or has to wait in the outbox.
     private func produce(
         topic: String,
-        key: [UInt8]?,
+        key: UnsafeRawBufferPointer?,
         value: UnsafeRawBufferPointer,
-        headers: [(name: String, value: [UInt8])],
+        headers: OutputHeaders,
         context: RequestContext,
         countsAsWork: Bool = true
     ) {
@@ -147,7 +174,9 @@ final class ResultPublisher: ResultSink {
             guard !stopped.load(ordering: .acquiring) else { return }
             // Counted before the committer can see it (it subtracts it).
             unacknowledged.add(1, ordering: .relaxed)
-            if !context.buffer(KafkaOutboundRecord(topic: topic, key: key, value: Array(value), headers: headers, tag: 0)) {
+            let record = KafkaOutboundRecord(topic: topic, key: key.map { Array($0) }, value: Array(value),
+                                             headers: headers.list, tag: 0)
+            if !context.buffer(record) {
                 unacknowledged.subtract(1, ordering: .relaxed)
             }
             return
@@ -162,8 +191,15 @@ final class ResultPublisher: ResultSink {
         // handed to the producer's publisher thread. A record Kafka refuses comes back through
         // the delivery handler with its error, like a failed delivery.
         let tag = context.retainedTag(countsAsWork: countsAsWork)
-        guard !producer.produceNow(topic: topic, key: key, value: value, headers: headers, tag: tag) else { return }
-        let record = KafkaOutboundRecord(topic: topic, key: key, value: Array(value), headers: headers, tag: tag)
+        let produced = switch headers {
+        case .requestID(let requestID):
+            producer.produceNow(topic: topic, key: key, value: value, header: (name: "request-id", value: requestID), tag: tag)
+        case .list(let list):
+            producer.produceNow(topic: topic, key: key.map { Array($0) }, value: value, headers: list, tag: tag)
+        }
+        guard !produced else { return }
+        let record = KafkaOutboundRecord(topic: topic, key: key.map { Array($0) }, value: Array(value),
+                                         headers: headers.list, tag: tag)
         let deferred = wakeUps?.deferWakeUp() ?? false
         producer.enqueue(record, wakingPublisher: !deferred)
     }
