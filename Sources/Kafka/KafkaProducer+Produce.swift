@@ -146,7 +146,7 @@ extension KafkaProducer {
     }
 
     /// Runs `body` with the bytes of `bytes`, or nil when `bytes` is nil.
-    public static func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+    static func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
         guard let bytes else { return body(nil) }
         return bytes.withUnsafeBytes { body($0) }
     }

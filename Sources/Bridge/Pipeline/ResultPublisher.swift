@@ -85,8 +85,8 @@ final class ResultPublisher: ResultSink {
     func publishResult(_ result: PushResult, context: RequestContext) {
         ResultRecordEncoder.withResult(result) { value in
             context.withRequestIDBytes { requestID in
-                produce(topic: resultsTopic, key: requestID, value: UnsafeRawBufferPointer(value),
-                        headers: .requestID(requestID), context: context)
+                produce(topic: resultsTopic, fields: .borrowed(key: requestID, requestID: requestID),
+                        value: UnsafeRawBufferPointer(value), context: context)
             }
         }
     }
@@ -99,8 +99,8 @@ final class ResultPublisher: ResultSink {
         token.withUTF8 { token in
             value.withUnsafeBytes { value in
                 context.withRequestIDBytes { requestID in
-                    produce(topic: invalidTokensTopic, key: UnsafeRawBufferPointer(token), value: value,
-                            headers: .requestID(requestID), context: context, countsAsWork: false)
+                    produce(topic: invalidTokensTopic, fields: .borrowed(key: UnsafeRawBufferPointer(token), requestID: requestID),
+                            value: value, context: context, countsAsWork: false)
                 }
             }
         }
@@ -128,10 +128,8 @@ final class ResultPublisher: ResultSink {
         var value: [UInt8] = []
         ResultRecordEncoder.appendDeadLetter(
             deadLetter, source: context.source, original: message.value, maximumBytes: budget, to: &value)
-        value.withUnsafeBytes { value in
-            KafkaProducer.withOptionalBytes(key) { key in
-                produce(topic: deadLetterTopic, key: key, value: value, headers: .list(headers), context: context)
-            }
+        value.withUnsafeBytes {
+            produce(topic: deadLetterTopic, fields: .owned(key: key, headers: headers), value: $0, context: context)
         }
     }
 
@@ -146,16 +144,19 @@ final class ResultPublisher: ResultSink {
         return maximumRecordBytes - used
     }
 
-    /// An output's headers: the request id alone, read from its bytes during the call, or a list.
-    private enum OutputHeaders {
-        case requestID(UnsafeRawBufferPointer)
-        case list([(name: String, value: [UInt8])])
+    /// An output's key and headers.
+    private enum OutputFields {
+        /// Keyed by `key` with the one header `request-id`: both read from memory valid during
+        /// the call (results and invalid-token records).
+        case borrowed(key: UnsafeRawBufferPointer, requestID: UnsafeRawBufferPointer)
+        /// A key and headers of the output's own (dead letters).
+        case owned(key: [UInt8]?, headers: [(name: String, value: [UInt8])])
 
-        /// The headers as a record that outlives the call keeps them.
-        var list: [(name: String, value: [UInt8])] {
+        /// The key and headers as a record that outlives the call keeps them.
+        var owned: (key: [UInt8]?, headers: [(name: String, value: [UInt8])]) {
             switch self {
-            case .requestID(let requestID): [(name: "request-id", value: Array(requestID))]
-            case .list(let headers): headers
+            case .borrowed(let key, let requestID): (Array(key), [(name: "request-id", value: Array(requestID))])
+            case .owned(let key, let headers): (key, headers)
             }
         }
     }
@@ -164,9 +165,8 @@ final class ResultPublisher: ResultSink {
     /// are made only for a record that is buffered (exactly once) or has to wait in the outbox.
     private func produce(
         topic: String,
-        key: UnsafeRawBufferPointer?,
+        fields: OutputFields,
         value: UnsafeRawBufferPointer,
-        headers: OutputHeaders,
         context: RequestContext,
         countsAsWork: Bool = true
     ) {
@@ -174,9 +174,9 @@ final class ResultPublisher: ResultSink {
             guard !stopped.load(ordering: .acquiring) else { return }
             // Counted before the committer can see it (it subtracts it).
             unacknowledged.add(1, ordering: .relaxed)
-            let record = KafkaOutboundRecord(topic: topic, key: key.map { Array($0) }, value: Array(value),
-                                             headers: headers.list, tag: 0)
-            if !context.buffer(record) {
+            let owned = fields.owned
+            if !context.buffer(KafkaOutboundRecord(topic: topic, key: owned.key, value: Array(value), headers: owned.headers,
+                                                   tag: 0)) {
                 unacknowledged.subtract(1, ordering: .relaxed)
             }
             return
@@ -191,15 +191,15 @@ final class ResultPublisher: ResultSink {
         // handed to the producer's publisher thread. A record Kafka refuses comes back through
         // the delivery handler with its error, like a failed delivery.
         let tag = context.retainedTag(countsAsWork: countsAsWork)
-        let produced = switch headers {
-        case .requestID(let requestID):
+        let produced = switch fields {
+        case .borrowed(let key, let requestID):
             producer.produceNow(topic: topic, key: key, value: value, header: (name: "request-id", value: requestID), tag: tag)
-        case .list(let list):
-            producer.produceNow(topic: topic, key: key.map { Array($0) }, value: value, headers: list, tag: tag)
+        case .owned(let key, let headers):
+            producer.produceNow(topic: topic, key: key, value: value, headers: headers, tag: tag)
         }
         guard !produced else { return }
-        let record = KafkaOutboundRecord(topic: topic, key: key.map { Array($0) }, value: Array(value),
-                                         headers: headers.list, tag: tag)
+        let owned = fields.owned
+        let record = KafkaOutboundRecord(topic: topic, key: owned.key, value: Array(value), headers: owned.headers, tag: tag)
         let deferred = wakeUps?.deferWakeUp() ?? false
         producer.enqueue(record, wakingPublisher: !deferred)
     }
