@@ -2,6 +2,10 @@
 ///
 /// `payload` is the JSON body exactly as sent; every token of a push request shares the same
 /// array storage (copy-on-write), so fan-out never copies or re-encodes it.
+///
+/// Optional properties that hold references are declared `Optional<…>`, not `…?`: a `var x: T?`
+/// starts out as nil, and the compiler then copied and destroyed the whole value at the end of
+/// every `init` (docs/BENCHMARKS.md).
 public struct APNsNotification: Sendable {
     /// The device token, hexadecimal.
     public var token: String
@@ -12,11 +16,11 @@ public struct APNsNotification: Sendable {
     /// `apns-expiration` in Unix seconds (0 = try once); nil omits the header.
     public var expiration: Int64?
     /// `apns-collapse-id` (at most 64 bytes).
-    public var collapseID: String?
+    public var collapseID: Optional<String>
     /// `apns-topic`: bundle id plus the push type's suffix, unless overridden.
     public var topic: String
     /// `apns-id` (canonical UUID); nil lets APNs generate one.
-    public var apnsID: String?
+    public var apnsID: Optional<String>
     /// The JSON payload bytes.
     public var payload: [UInt8]
 

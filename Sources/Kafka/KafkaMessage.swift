@@ -1,4 +1,8 @@
 /// A record read from Kafka.
+///
+/// Optional properties that hold references are declared `Optional<…>`, not `…?`: a `var x: T?`
+/// starts out as nil, and the compiler then copied and destroyed the whole value at the end of
+/// every `init` (docs/BENCHMARKS.md).
 public struct KafkaMessage: Sendable {
     /// The topic the record was read from.
     public var topic: String
@@ -7,9 +11,9 @@ public struct KafkaMessage: Sendable {
     /// The record's offset within its partition.
     public var offset: Int64
     /// The record key, or nil for a null key.
-    public var key: [UInt8]?
+    public var key: Optional<[UInt8]>
     /// The record value, or nil for a null value (a tombstone).
-    public var value: [UInt8]?
+    public var value: Optional<[UInt8]>
     /// The record headers in their original order; a null header value is read as empty.
     public var headers: [(name: String, value: [UInt8])]
     /// The record timestamp in milliseconds since the epoch, nil when not available.

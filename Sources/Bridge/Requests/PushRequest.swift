@@ -21,6 +21,10 @@ public struct RecordSource: Sendable, Hashable {
 public typealias PushType = APNsPushType
 
 /// A validated push request (contract §2), ready to fan out into one notification per token.
+///
+/// Optional properties that hold references are declared `Optional<…>`, not `…?`: a `var x: T?`
+/// starts out as nil, and the compiler then copied and destroyed the whole value at the end of
+/// every `init` (docs/BENCHMARKS.md).
 public struct PushRequest: Sendable, Equatable {
     /// `id`, or `"<topic>/<partition>/<offset>"` when absent.
     public var id: String
@@ -39,13 +43,13 @@ public struct PushRequest: Sendable, Equatable {
     /// `expiration` (unix seconds), if given.
     public var expiration: Int64?
     /// `collapse_id` (≤ 64 bytes), if given.
-    public var collapseID: String?
+    public var collapseID: Optional<String>
     /// `apns-topic`: the override, or the bundle id plus the push type's suffix.
     public var topic: String
     /// `environment`, or the app's.
     public var environment: PushEnvironment
     /// `apns_id`, lower-cased canonical UUID (only with exactly one token).
-    public var apnsID: String?
+    public var apnsID: Optional<String>
     /// The input record.
     public var source: RecordSource
 

@@ -13,6 +13,10 @@ public enum PushOutcome: String, Sendable, Hashable, CaseIterable {
 }
 
 /// One record for `apns.results` (contract §3).
+///
+/// Optional properties that hold references are declared `Optional<…>`, not `…?`: a `var x: T?`
+/// starts out as nil, and the compiler then copied and destroyed the whole value at the end of
+/// every `init` (docs/BENCHMARKS.md).
 public struct PushResult: Sendable, Equatable {
     /// The request's `id`.
     public var requestID: String
@@ -25,11 +29,11 @@ public struct PushResult: Sendable, Equatable {
     /// APNs's HTTP status, if an answer arrived.
     public var status: Int?
     /// Apple's reason, or the bridge's last cause for `failed`, `BadDeviceToken` for `invalid`.
-    public var reason: String?
+    public var reason: Optional<String>
     /// `apns-id` of the answer.
-    public var apnsID: String?
+    public var apnsID: Optional<String>
     /// `apns-unique-id` of the answer (sandbox only).
-    public var apnsUniqueID: String?
+    public var apnsUniqueID: Optional<String>
     /// Apple's 410 `timestamp` (ms since the epoch).
     public var unregisteredAt: Int64?
     /// Attempts made (0 when never sent).
