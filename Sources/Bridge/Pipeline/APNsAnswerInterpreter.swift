@@ -25,18 +25,20 @@ struct APNsAnswerInterpreter: Sendable {
     static func interpret(
         _ answer: APNsDeliveryResult,
         notification: APNsNotification,
-        request: RequestFacts,
+        request context: RequestContext,
         nowMicroseconds: Int64 = Timestamp.nowMicroseconds(),
         invalidToken: inout InvalidTokenRecord?
     ) -> PushResult {
+        // Each fact is read where it is used, from the context: a copy of all of them for the
+        // call cost five retains and releases per notification.
         let now = nowMicroseconds / 1000
-        let latency = RecordTimestamp.latencyMilliseconds(from: request.startedAtMilliseconds, nowMicroseconds: nowMicroseconds)
+        let latency = RecordTimestamp.latencyMilliseconds(from: context.startedAtMilliseconds, nowMicroseconds: nowMicroseconds)
         func result(_ outcome: PushOutcome, reason: String?, attempts: Int, response: APNsResponse? = nil) -> PushResult {
             PushResult(
-                requestID: request.requestID, app: request.app, token: notification.token, outcome: outcome,
+                requestID: context.requestID, app: context.app, token: notification.token, outcome: outcome,
                 status: response?.status, reason: reason, apnsID: response?.apnsID, apnsUniqueID: response?.apnsUniqueID,
                 unregisteredAt: response?.timestamp, attempts: attempts, latencyMilliseconds: latency,
-                source: request.source, completedAtMilliseconds: now
+                source: context.source, completedAtMilliseconds: now
             )
         }
         switch answer.outcome {
@@ -48,9 +50,9 @@ struct APNsAnswerInterpreter: Sendable {
             case .rejected(let isInvalidToken):
                 if isInvalidToken {
                     invalidToken = InvalidTokenRecord(
-                        token: notification.token, app: request.app, topic: notification.topic,
-                        environment: request.environment, reason: reason ?? "Unknown",
-                        unregisteredAt: response.timestamp, requestID: request.requestID, observedAtMilliseconds: now
+                        token: notification.token, app: context.app, topic: notification.topic,
+                        environment: context.facts.environment, reason: reason ?? "Unknown",
+                        unregisteredAt: response.timestamp, requestID: context.requestID, observedAtMilliseconds: now
                     )
                 }
                 return result(.rejected, reason: reason, attempts: answer.attempts, response: response)
