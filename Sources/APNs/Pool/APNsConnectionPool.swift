@@ -227,7 +227,7 @@ final class APNsConnectionPool: @unchecked Sendable {
         while count < limit, member.room > 0,
               let entry = delivery.nextToSend(now: now, finished: &finishedScratch) {
             let tag = inFlight.nextTag
-            guard entry.pending.notification.submit(on: connection, tag: tag, authorization: authorization?.headerValue) else {
+            guard Self.submit(entry, on: connection, tag: tag, authorization: authorization?.headerValue) else {
                 delivery.putBack(entry)
                 break
             }
@@ -239,6 +239,13 @@ final class APNsConnectionPool: @unchecked Sendable {
         }
         member.peakActiveStreams = max(member.peakActiveStreams, connection.activeStreams)
         return count
+    }
+
+    /// Puts `entry`'s notification on a new stream of `connection`. Borrowing the entry here
+    /// spares the copy of the notification the compiler made for the call in the loop above.
+    private static func submit(_ entry: borrowing APNsDeliveryStateMachine.Entry, on connection: HTTP2ClientConnection,
+                               tag: UInt64, authorization: String?) -> Bool {
+        entry.pending.notification.submit(on: connection, tag: tag, authorization: authorization)
     }
 
     /// Reports notifications the state machines finished on the way (expired while waiting).
