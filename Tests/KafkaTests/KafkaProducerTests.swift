@@ -65,7 +65,7 @@ struct KafkaProducerTests {
                                            tag: UInt64(index))
             }
             #expect(produced)
-            scratch.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0xFF) }  // reused at once
+            scratch.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0xFF) }  // reused at once
         }
         #expect(recorder.wait(forCount: 3, seconds: 20))
         #expect(recorder.all.allSatisfy { $0.error == nil })
