@@ -62,7 +62,7 @@ struct HTTP2StreamTable<Value> {
     }
 
     /// Adds `value` for `key` (a positive stream id not in the table).
-    mutating func insert(_ value: Value, forKey key: Int32) {
+    mutating func insert(_ value: consuming Value, forKey key: Int32) {
         // invariant: nghttp2 hands out each positive stream id once per session.
         precondition(key > 0, "stream ids are positive")
         if (count + 1) * 2 > keys.count { grow() }
