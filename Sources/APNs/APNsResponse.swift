@@ -1,3 +1,4 @@
+import HTTP2
 import JSON
 /// APNs's answer to one notification.
 ///
@@ -29,7 +30,7 @@ public struct APNsResponse: Sendable, Equatable {
     /// Parses an HTTP/2 answer: headers `apns-id`/`apns-unique-id` (names compared case-insensitively)
     /// and, for non-200 answers, the JSON body `{"reason":"…","timestamp":…}`. A body that is not such
     /// JSON leaves `reason` and `timestamp` nil; the status still tells the story.
-    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+    public init(status: Int, headers: [HTTP2HeaderField], body: [UInt8]) {
         // Gathered in locals and stored once: a `mutating` helper on a half-built `self` made the
         // compiler copy and destroy the whole response around each call.
         var apnsID: String?

@@ -114,7 +114,8 @@ extension HTTP2ClientConnection {
         stream.headerBytes += size
         // APNs answers with one to three headers: one allocation for them, not one per growth.
         if stream.headers.isEmpty { stream.headers.reserveCapacity(4) }
-        stream.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        stream.headers.append(HTTP2HeaderField(name: String(decoding: name, as: UTF8.self),
+                                               value: String(decoding: value, as: UTF8.self)))
     }
 
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {

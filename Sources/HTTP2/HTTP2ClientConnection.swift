@@ -24,7 +24,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         let requestBody: [UInt8]
         var requestBodyOffset = 0
         var status = 0
-        var headers: [(name: String, value: String)] = []
+        var headers: [HTTP2HeaderField] = []
         var headerBytes = 0
         var responseBody: [UInt8] = []
         var responseComplete = false

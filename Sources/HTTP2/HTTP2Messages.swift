@@ -15,17 +15,34 @@ public struct HTTP2Request: Sendable {
     }
 }
 
+/// One header field of a response.
+///
+/// A struct, not a `(name:, value:)` tuple: the runtime destroys an array of tuples through its
+/// generic tuple code, several hundred instructions for every response.
+public struct HTTP2HeaderField: Sendable, Equatable {
+    /// The name, lower-case as HTTP/2 sends it.
+    public var name: String
+    /// The value.
+    public var value: String
+
+    /// Creates a header field.
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
 /// A complete HTTP/2 response.
 public struct HTTP2Response: Sendable {
     /// The `:status`.
     public var status: Int
     /// Regular headers as received (names lower-case), without pseudo headers.
-    public var headers: [(name: String, value: String)]
+    public var headers: [HTTP2HeaderField]
     /// The body.
     public var body: [UInt8]
 
     /// Creates a response.
-    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+    public init(status: Int, headers: [HTTP2HeaderField], body: [UInt8]) {
         self.status = status
         self.headers = headers
         self.body = body

@@ -1,6 +1,7 @@
 import Testing
 @testable import APNsSimulator
 import APNs
+import HTTP2
 
 @Suite struct APNsSimulatorRulesTests {
     let clock = TestClock()
@@ -45,7 +46,7 @@ import APNs
         let result = answer(request)
         #expect(result.status == status, sourceLocation: sourceLocation)
         #expect(result.reason == reason, sourceLocation: sourceLocation)
-        #expect(APNsResponse(status: result.status, headers: result.headers, body: result.body).reason == reason,
+        #expect(APNsResponse(status: result.status, headers: result.headers.map(HTTP2HeaderField.init), body: result.body).reason == reason,
                 sourceLocation: sourceLocation)
         #expect(result.header("apns-id") != nil, sourceLocation: sourceLocation)
     }
@@ -140,7 +141,7 @@ import APNs
         let result = answer(try request(token: unregisteredToken))
         #expect(result.status == 410)
         #expect(String(decoding: result.body, as: UTF8.self) == #"{"reason":"Unregistered","timestamp":1700000000123}"#)
-        let parsed = APNsResponse(status: result.status, headers: result.headers, body: result.body)
+        let parsed = APNsResponse(status: result.status, headers: result.headers.map(HTTP2HeaderField.init), body: result.body)
         #expect(parsed.timestamp == 1_700_000_000_123)
         #expect(APNsResponseClassifier.classify(parsed) == .rejected(invalidToken: true))
     }

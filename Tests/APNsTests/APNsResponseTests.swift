@@ -1,5 +1,6 @@
 import Testing
 @testable import APNs
+import HTTP2
 
 @Suite struct APNsResponseTests {
     @Test func reasonsRoundTripTheirSpellingAndStatus() {
@@ -16,13 +17,13 @@ import Testing
 
     @Test func parsesHeadersAndErrorBodies() {
         let unregistered = APNsResponse(
-            status: 410, headers: [(name: "apns-id", value: "id-1"), (name: "apns-unique-id", value: "u-1")],
+            status: 410, headers: [HTTP2HeaderField(name: "apns-id", value: "id-1"), HTTP2HeaderField(name: "apns-unique-id", value: "u-1")],
             body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
         #expect(unregistered == APNsResponse(status: 410, apnsID: "id-1", apnsUniqueID: "u-1",
                                              reason: .unregistered, timestamp: 1_700_000_000_123))
         let bad = APNsResponse(status: 400, headers: [], body: Array(#" { "reason" : "BadTopic" } "#.utf8))
         #expect(bad.reason == .badTopic && bad.timestamp == nil)
-        let delivered = APNsResponse(status: 200, headers: [(name: "APNS-ID", value: "x")], body: [])
+        let delivered = APNsResponse(status: 200, headers: [HTTP2HeaderField(name: "APNS-ID", value: "x")], body: [])
         #expect(delivered == APNsResponse(status: 200, apnsID: "x"))
     }
 
