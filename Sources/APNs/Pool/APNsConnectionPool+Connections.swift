@@ -113,7 +113,7 @@ extension APNsConnectionPool {
         if case .retry(.expiredProviderToken) = disposition, let generation = flight.tokenGeneration {
             tokenProvider?.reportExpired(generation: generation)
         }
-        switch delivery.streamFinished(&flight.entry, answer: answer, disposition: disposition, now: now) {
+        switch delivery.streamFinished(&flight.entry, answer: consume answer, disposition: disposition, now: now) {
         case .finish(let final):
             finish(flight.entry, final)
         case .retry(let cause, _):

@@ -47,7 +47,7 @@ struct APNsDeliveryStateMachine {
             return Entry.result(of: lastAnswer, attempts: attempts)
         }
 
-        static func result(of answer: APNsAnswer, attempts: Int) -> APNsDeliveryResult {
+        static func result(of answer: consuming APNsAnswer, attempts: Int) -> APNsDeliveryResult {
             switch answer {
             case .response(let response): APNsDeliveryResult(outcome: .response(response), attempts: attempts)
             case .failure(let failure): APNsDeliveryResult(outcome: .failure(failure), attempts: attempts)
@@ -139,9 +139,9 @@ struct APNsDeliveryStateMachine {
 
     /// A stream ended with `answer`; `disposition` is `APNsAnswerDisposition.of(answer, …)`.
     /// A retry is kept here (a copy of `entry`) until its time; a final answer is returned to
-    /// report. `entry` is updated in place (its attempts), so the common final answer copies
-    /// nothing.
-    mutating func streamFinished(_ entry: inout Entry, answer: APNsAnswer, disposition: APNsAnswerDisposition,
+    /// report. `entry` is updated in place (its attempts) and `answer` is consumed (its response
+    /// moves into the result), so the common final answer copies nothing.
+    mutating func streamFinished(_ entry: inout Entry, answer: consuming APNsAnswer, disposition: APNsAnswerDisposition,
                                  now: APNsInstant) -> Decision {
         guard case .retry(let cause) = disposition else {
             entry.attempts += 1
@@ -150,7 +150,7 @@ struct APNsDeliveryStateMachine {
         let delay: Int64
         if cause.countsAsAttempt || entry.notProcessedResends >= configuration.freeNotProcessedResends {
             entry.attempts += 1
-            entry.lastAnswer = answer
+            entry.lastAnswer = copy answer
             if entry.attempts >= configuration.maxAttempts {
                 return .finish(Entry.result(of: answer, attempts: entry.attempts))
             }
