@@ -25,7 +25,7 @@ struct APNsAnswerInterpreter: Sendable {
     static func interpret(
         _ answer: APNsDeliveryResult,
         notification: APNsNotification,
-        request context: RequestContext,
+        context: RequestContext,
         nowMicroseconds: Int64 = Timestamp.nowMicroseconds(),
         invalidToken: inout InvalidTokenRecord?
     ) -> PushResult {

@@ -166,7 +166,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             return  // the hold stays: see abandonUnanswered()
         }
         var invalidToken: InvalidTokenRecord?
-        let pushResult = APNsAnswerInterpreter.interpret(result, notification: notification, request: context,
+        let pushResult = APNsAnswerInterpreter.interpret(result, notification: notification, context: context,
                                                          invalidToken: &invalidToken)
         if pushResult.outcome != .delivered, logger.isEnabled(.debug) {
             logger.debug("notification not delivered", metadata: [
