@@ -182,10 +182,16 @@ extension HTTP2ClientConnection {
     }
 
     func streamClosed(streamID: Int32, errorCode: UInt32) {
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        guard var stream = streams.removeValue(forKey: streamID) else { return }
         let result: Result<HTTP2Response, HTTP2StreamFailure>
         if (stream.responseComplete || stream.responseBodyCut) && stream.status != 0 {
-            result = .success(HTTP2Response(status: stream.status, headers: stream.headers, body: stream.responseBody))
+            // The headers and the body move into the response (a copy would retain both arrays
+            // here and release them again when the stream goes).
+            var headers: [HTTP2HeaderField] = []
+            var body: [UInt8] = []
+            swap(&headers, &stream.headers)
+            swap(&body, &stream.responseBody)
+            result = .success(HTTP2Response(status: stream.status, headers: headers, body: body))
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || streamID > goAwayLastStreamID {
             result = .failure(.refused)
         } else {
