@@ -60,20 +60,21 @@ struct APNsRequestFieldSize: APNsRequestFieldSink {
     private(set) var byteCount = 0
 
     mutating func addPath(_ prefix: StaticString, _ value: String) {
-        count(":path", valueBytes: prefix.utf8CodeUnitCount + value.utf8.count)
+        count(valueBytes: prefix.utf8CodeUnitCount + value.utf8.count)
     }
 
     mutating func add(_ name: StaticString, _ value: String) {
-        count(name, valueBytes: value.utf8.count)
+        count(valueBytes: value.utf8.count)
     }
 
     mutating func add(_ name: StaticString, decimal value: Int64) {
-        count(name, valueBytes: HeaderBlock.decimalSize(value))
+        count(valueBytes: HeaderBlock.decimalSize(value))
     }
 
-    private mutating func count(_ name: StaticString, valueBytes: Int) {
+    /// Static names take no bytes of the block (nghttp2 points at them), so only values count.
+    private mutating func count(valueBytes: Int) {
         fieldCount += 1
-        byteCount += name.utf8CodeUnitCount + valueBytes
+        byteCount += valueBytes
     }
 }
 

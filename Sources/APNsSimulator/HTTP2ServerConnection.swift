@@ -133,11 +133,11 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         streams.values[index].responded = true
         streams.values[index].responseBody = body
         let statusText = String(status)
-        var byteCapacity = HeaderBlock.size(":status") + HeaderBlock.size(statusText)
+        var byteCapacity = HeaderBlock.size(statusText)
         for header in headers { byteCapacity += HeaderBlock.size(header.name) + HeaderBlock.size(header.value) }
         let result = HeaderBlock.with(fieldCount: 1 + headers.count, byteCapacity: byteCapacity) { block in
             block.add(":status", statusText)
-            for header in headers { block.add(header.name, header.value) }
+            for header in headers { block.add(copyingName: header.name, header.value) }
             if body.isEmpty {
                 return nghttp2_submit_response(session, streamID, block.nameValues, block.count, nil)
             }

@@ -2,7 +2,9 @@ import CNGHTTP2
 import Observability
 
 /// Builds an `nghttp2_nv` array for one header block in stack-allocated scratch memory: no heap
-/// allocation per request (nghttp2 copies names and values during the submit call).
+/// allocation per request (nghttp2 copies values, and names given as `String`, during the submit
+/// call). Names given as `StaticString` are not copied into the block: they live in the binary's
+/// constant data, and nghttp2 keeps pointers to them.
 package struct HeaderBlock {
     private let bytes: UnsafeMutableBufferPointer<UInt8>
     private let fields: UnsafeMutableBufferPointer<nghttp2_nv>
@@ -10,7 +12,7 @@ package struct HeaderBlock {
     package private(set) var count = 0
 
     /// Runs `body` with a builder holding up to `fieldCount` fields and `byteCapacity` bytes of
-    /// names and values.
+    /// values and of names given as `String`.
     package static func with<Result>(fieldCount: Int, byteCapacity: Int, _ body: (inout HeaderBlock) -> Result) -> Result {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(byteCapacity, 1)) { bytes in
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(fieldCount, 1)) { fields in
@@ -24,7 +26,7 @@ package struct HeaderBlock {
     @inline(__always)
     package static func size(_ text: String) -> Int { text.utf8.count }
 
-    /// The bytes a static string (a pseudo-header name or fixed value) needs in the block.
+    /// The bytes a static string (a fixed value, or a prefix of one) needs in the block.
     @inline(__always)
     package static func size(_ text: StaticString) -> Int { text.utf8CodeUnitCount }
 
@@ -33,32 +35,27 @@ package struct HeaderBlock {
 
     /// Appends a field with a static name (e.g. a pseudo header).
     package mutating func add(_ name: StaticString, _ value: String) {
-        let nameStart = byteCount
-        let nameBuffer = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
-        append(nameBuffer)
-        appendField(nameStart: nameStart, nameLength: name.utf8CodeUnitCount, value: value)
+        let valueStart = byteCount
+        appendString(value)
+        appendField(staticName: name, valueStart: valueStart)
     }
 
     /// Appends a field whose value is `prefix` followed by `value` (e.g. a path and its last
     /// segment), without joining them first.
     package mutating func add(_ name: StaticString, _ prefix: StaticString, _ value: String) {
-        let nameStart = byteCount
-        append(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         let valueStart = byteCount
         append(UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
         appendString(value)
-        appendNameValue(nameStart: nameStart, nameLength: name.utf8CodeUnitCount, valueStart: valueStart)
+        appendField(staticName: name, valueStart: valueStart)
     }
 
     /// Appends a field whose value is `value` in decimal digits, without making a string of it.
     package mutating func add(_ name: StaticString, decimal value: Int64) {
-        let nameStart = byteCount
-        append(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         let valueStart = byteCount
         if value < 0 { reserve(1).pointee = UInt8(ascii: "-") }
         let digits = ByteWriter.digitCount(value.magnitude)
         ByteWriter.writeDigits(value.magnitude, count: digits, to: reserve(digits))
-        appendNameValue(nameStart: nameStart, nameLength: name.utf8CodeUnitCount, valueStart: valueStart)
+        appendField(staticName: name, valueStart: valueStart)
     }
 
     /// The bytes `value` takes in decimal digits (with its sign).
@@ -66,8 +63,10 @@ package struct HeaderBlock {
         ByteWriter.digitCount(value.magnitude) + (value < 0 ? 1 : 0)
     }
 
-    /// Appends a field.
-    package mutating func add(_ name: String, _ value: String) {
+    /// Appends a field whose name is only known at run time; the name is copied into the block.
+    /// (A distinct label, so that a literal name never lands here instead of in the `StaticString`
+    /// overload: the block's capacity does not count static names.)
+    package mutating func add(copyingName name: String, _ value: String) {
         let nameStart = byteCount
         appendString(name)
         appendField(nameStart: nameStart, nameLength: byteCount - nameStart, value: value)
@@ -87,11 +86,29 @@ package struct HeaderBlock {
 
     /// Records the field whose name and value were just appended.
     private mutating func appendNameValue(nameStart: Int, nameLength: Int, valueStart: Int) {
+        // invariant: temporary allocations of capacity >= 1 always have a base address.
+        let base = bytes.baseAddress!
+        appendNameValue(name: base + nameStart, nameLength: nameLength, valueStart: valueStart,
+                        flags: NGHTTP2_NV_FLAG_NONE)
+    }
+
+    /// Records the field whose value was just appended, with a name that lives in the binary's
+    /// constant data: nghttp2 keeps a pointer to it instead of copying and lower-casing it
+    /// (`NGHTTP2_NV_FLAG_NO_COPY_NAME`), so the name must already be lower case.
+    private mutating func appendField(staticName name: StaticString, valueStart: Int) {
+        assert(name.withUTF8Buffer { !$0.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") } },
+               "HeaderBlock: header names are sent as given and must be lower case")
+        appendNameValue(name: UnsafeMutablePointer(mutating: name.utf8Start), nameLength: name.utf8CodeUnitCount,
+                        valueStart: valueStart, flags: NGHTTP2_NV_FLAG_NO_COPY_NAME)
+    }
+
+    private mutating func appendNameValue(name: UnsafeMutablePointer<UInt8>, nameLength: Int, valueStart: Int,
+                                          flags: nghttp2_nv_flag) {
         precondition(count < fields.count, "HeaderBlock: more fields than it was sized for")
         // invariant: temporary allocations of capacity >= 1 always have a base address.
         let base = bytes.baseAddress!
-        fields[count] = nghttp2_nv(name: base + nameStart, value: base + valueStart, namelen: nameLength,
-                                   valuelen: byteCount - valueStart, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        fields[count] = nghttp2_nv(name: name, value: base + valueStart, namelen: nameLength,
+                                   valuelen: byteCount - valueStart, flags: UInt8(flags.rawValue))
         count += 1
     }
 
@@ -116,9 +133,10 @@ package struct HeaderBlock {
 
 extension HeaderBlock {
     /// Runs `body` with the header block of a POST request: `:method`, `:scheme`, `:authority`,
-    /// then the `fieldCount` fields of `byteCount` bytes that `writeFields` adds (`:path` and the
-    /// request's headers, written from the caller's own values, with no header array or joined
-    /// strings in between), in scratch memory sized from exactly those bytes.
+    /// then the `fieldCount` fields that `writeFields` adds (`:path` and the request's headers,
+    /// written from the caller's own values, with no header array or joined strings in between),
+    /// whose values and run-time names take `byteCount` bytes, in scratch memory sized from
+    /// exactly those bytes.
     static func withRequestHeaders<Result>(
         authority: String,
         fieldCount: Int,
@@ -126,8 +144,7 @@ extension HeaderBlock {
         writeFields: (inout HeaderBlock) -> Void,
         _ body: (inout HeaderBlock) -> Result
     ) -> Result {
-        let byteCapacity = size(":method") + size("POST") + size(":scheme") + size("https")
-            + size(":authority") + size(authority) + byteCount
+        let byteCapacity = size("POST") + size("https") + size(authority) + byteCount
         return with(fieldCount: 3 + fieldCount, byteCapacity: byteCapacity) { block in
             block.add(":method", "POST")
             block.add(":scheme", "https")
@@ -144,14 +161,14 @@ extension HeaderBlock {
         request: HTTP2Request,
         _ body: (inout HeaderBlock) -> Result
     ) -> Result {
-        var byteCount = size(":path") + size(request.path)
+        var byteCount = size(request.path)
         for header in request.headers {
             byteCount += size(header.name) + size(header.value)
         }
         return withRequestHeaders(authority: authority, fieldCount: 1 + request.headers.count, byteCount: byteCount,
                                   writeFields: { block in
                                       block.add(":path", request.path)
-                                      for header in request.headers { block.add(header.name, header.value) }
+                                      for header in request.headers { block.add(copyingName: header.name, header.value) }
                                   }, body)
     }
 }

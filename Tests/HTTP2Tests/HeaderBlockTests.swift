@@ -22,8 +22,9 @@ import Testing
 
     @Test func decimalAndPrefixedValuesAreWrittenWithoutStrings() {
         let values: [Int64] = [0, 5, 10, 99, 100, -1, -42, 1_700_000_000, .max, .min]
-        var byteCapacity = HeaderBlock.size(":path") + HeaderBlock.size("/3/device/") + HeaderBlock.size("abc")
-        for value in values { byteCapacity += HeaderBlock.size("n") + HeaderBlock.decimalSize(value) }
+        // Static names take no bytes of the block: only the values count.
+        var byteCapacity = HeaderBlock.size("/3/device/") + HeaderBlock.size("abc")
+        for value in values { byteCapacity += HeaderBlock.decimalSize(value) }
         let (remaining, fields) = HeaderBlock.with(fieldCount: 1 + values.count, byteCapacity: byteCapacity) { block in
             block.add(":path", "/3/device/", "abc")
             for value in values { block.add("n", decimal: value) }
@@ -35,6 +36,29 @@ import Testing
         }
         #expect(remaining == 0)  // decimalSize is exact
         #expect(fields == [":path=/3/device/abc"] + values.map { "n=\($0)" })
+    }
+
+    @Test func staticNamesAreLentToNghttp2AndRunTimeNamesAreCopied() {
+        let staticName: StaticString = "apns-topic"
+        let runTimeName = String(["apns", "collapse", "id"].joined(separator: "-"))
+        let capacity = HeaderBlock.size("com.example.chat") + HeaderBlock.size(runTimeName) + HeaderBlock.size("c1")
+        let (remaining, fields, copiedName) = HeaderBlock.with(fieldCount: 2, byteCapacity: capacity) { block in
+            block.add(staticName, "com.example.chat")
+            block.add(copyingName: runTimeName, "c1")
+            let fields = Array(UnsafeBufferPointer(start: block.nameValues, count: block.count))
+            // The block's bytes are gone after `with` returns: read the copied name inside it.
+            let copiedName = String(decoding: UnsafeBufferPointer(start: fields[1].name, count: fields[1].namelen),
+                                    as: UTF8.self)
+            return (block.remainingCapacity, fields, copiedName)
+        }
+        #expect(remaining == 0)
+        // The static name: nghttp2 is given the binary's own bytes and told not to copy them.
+        #expect(UnsafeRawPointer(fields[0].name) == UnsafeRawPointer(staticName.utf8Start))
+        #expect(fields[0].flags == UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue))
+        // The run-time name: copied into the block, and copied again by nghttp2 on submit.
+        #expect(UnsafeRawPointer(fields[1].name) != UnsafeRawPointer(staticName.utf8Start))
+        #expect(fields[1].flags == UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        #expect(copiedName == "apns-collapse-id")
     }
 
     @Test func writingPastTheCapacityTraps() async {
