@@ -49,10 +49,11 @@ struct APNsInFlightTable {
     mutating func remove(tag: UInt64) -> APNsConnectionPool.InFlight? {
         let index = Int(tag & 0xffff_ffff)
         guard index < slots.count, slots[index].generation == UInt32(truncatingIfNeeded: tag >> 32),
-              let flight = slots[index].flight.take() else { return nil }
+              slots[index].flight != nil else { return nil }
         slots[index].generation = slots[index].generation == .max ? 1 : slots[index].generation + 1
         freeSlots.append(index)
         count -= 1
-        return flight
+        // Moved straight out of the slot into the result: binding it first made two more copies.
+        return slots[index].flight.take()
     }
 }
