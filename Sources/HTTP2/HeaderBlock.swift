@@ -69,27 +69,17 @@ package struct HeaderBlock {
     package mutating func add(copyingName name: String, _ value: String) {
         let nameStart = byteCount
         appendString(name)
-        appendField(nameStart: nameStart, nameLength: byteCount - nameStart, value: value)
+        let valueStart = byteCount
+        appendString(value)
+        // invariant: temporary allocations of capacity >= 1 always have a base address.
+        appendNameValue(name: bytes.baseAddress! + nameStart, nameLength: valueStart - nameStart,
+                        valueStart: valueStart, flags: NGHTTP2_NV_FLAG_NONE)
     }
 
     /// The fields, valid inside the `with` closure.
     package var nameValues: UnsafeMutablePointer<nghttp2_nv> {
         // invariant: temporary allocations of capacity >= 1 always have a base address.
         fields.baseAddress!
-    }
-
-    private mutating func appendField(nameStart: Int, nameLength: Int, value: String) {
-        let valueStart = byteCount
-        appendString(value)
-        appendNameValue(nameStart: nameStart, nameLength: nameLength, valueStart: valueStart)
-    }
-
-    /// Records the field whose name and value were just appended.
-    private mutating func appendNameValue(nameStart: Int, nameLength: Int, valueStart: Int) {
-        // invariant: temporary allocations of capacity >= 1 always have a base address.
-        let base = bytes.baseAddress!
-        appendNameValue(name: base + nameStart, nameLength: nameLength, valueStart: valueStart,
-                        flags: NGHTTP2_NV_FLAG_NONE)
     }
 
     /// Records the field whose value was just appended, with a name that lives in the binary's
@@ -102,6 +92,7 @@ package struct HeaderBlock {
                         valueStart: valueStart, flags: NGHTTP2_NV_FLAG_NO_COPY_NAME)
     }
 
+    /// Records the field whose value was just appended (from `valueStart` to the end of the block).
     private mutating func appendNameValue(name: UnsafeMutablePointer<UInt8>, nameLength: Int, valueStart: Int,
                                           flags: nghttp2_nv_flag) {
         precondition(count < fields.count, "HeaderBlock: more fields than it was sized for")

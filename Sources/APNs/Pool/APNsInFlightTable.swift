@@ -53,7 +53,7 @@ struct APNsInFlightTable {
         slots[index].generation = slots[index].generation == .max ? 1 : slots[index].generation + 1
         freeSlots.append(index)
         count -= 1
-        // Moved straight out of the slot into the result: binding it first made two more copies.
+        // Moved straight out of the slot into the result: binding it first cost three more moves of the value.
         return slots[index].flight.take()
     }
 }
