@@ -100,7 +100,11 @@ public enum BenchmarkRunner {
         produced += try warmUp(environment: environment, producer: pacedProducer, observer: observer, bridges: bridges,
                                settings: settings, report: &report, progress: progress)
 
-        // The peak run: the whole workload at once, as fast as the bridge takes it.
+        // The peak run: the whole workload at once, as fast as the bridge takes it. The requests
+        // are produced while the instances are stopped (SIGSTOP), and the instances drain them
+        // as a backlog once continued: the bench's producer, and the mock broker taking its
+        // produce requests, stand for producers and brokers on other machines and would
+        // otherwise share this machine's cores with the bridge during the window.
         let selfBefore = ProcessCPUTimes.sample()
         let before = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
         progress("peak run: producing \(workload.records.count) requests (\(workload.expectedResults) notifications)")
@@ -110,7 +114,11 @@ public enum BenchmarkRunner {
         let observed = try observer.assignment()
         try observer.pause(observed)
         var phase = Timestamp.monotonicNanoseconds()
-        try environment.produceRequests(workload.records)
+        for bridge in bridges { bridge.child.send(SIGSTOP) }
+        do {
+            defer { for bridge in bridges { bridge.child.send(SIGCONT) } }
+            try environment.produceRequests(workload.records)
+        }
         produced += workload.records.count
         report.produceSeconds = seconds(since: phase)
         waitUntilFinished(bridges, expected: workload.expectedResults, after: before.reduce(0) { $0 + $1.finished },

@@ -24,7 +24,8 @@ enum BenchCommand {
     200,000; H runs back to back, the run of median rate is the reference; its CPU time from
     wait4), then starts I `apns-bridge run` processes in one consumer
     group, warms them up, and runs:
-      peak run    N requests of K distinct valid tokens, produced at once; throughput over the
+      peak run    N requests of K distinct valid tokens, produced at once while the bridge
+                  processes are stopped (SIGSTOP), then drained as a backlog; throughput over the
                   window from the first result to the last, the bridge processes' CPU per
                   notification next to h2load's CPU per request, per instance rate and CPU;
       paced run   N more requests produced at R requests/s (default: half the peak just measured);
