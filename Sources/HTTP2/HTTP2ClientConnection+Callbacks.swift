@@ -101,19 +101,23 @@ extension HTTP2ClientConnection {
             }
             return
         }
-        Self.keepHeader(name: name, value: value, in: &streams[slot: index])
+        Self.keepHeader(name: name, value: value, in: &streams[slot: index], spare: &spareHeaders)
     }
 
     /// Adds a response header to `stream`, in place (reading a field through `streams.values[i]`
     /// would copy the whole stream, retaining and releasing its arrays). Bounded: a peer sending
     /// endless headers cannot grow memory (`maxResponseHeader…`).
     private static func keepHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>,
-                                   in stream: inout Stream) {
+                                   in stream: inout Stream, spare: inout [HTTP2HeaderField]) {
         let size = name.count + value.count
         guard stream.headers.count < maxResponseHeaderFields, stream.headerBytes + size <= maxResponseHeaderBytes else { return }
         stream.headerBytes += size
-        // APNs answers with one to three headers: one allocation for them, not one per growth.
-        if stream.headers.isEmpty { stream.headers.reserveCapacity(4) }
+        if stream.headers.capacity == 0 {
+            // The last response's list when there is one; else room for APNs's one to three
+            // headers at once, not one allocation per growth.
+            swap(&stream.headers, &spare)
+            if stream.headers.capacity == 0 { stream.headers.reserveCapacity(4) }
+        }
         stream.headers.append(HTTP2HeaderField(name: String(decoding: name, as: UTF8.self),
                                                value: String(decoding: value, as: UTF8.self)))
     }
@@ -198,6 +202,11 @@ extension HTTP2ClientConnection {
             result = .failure(.reset(code: errorCode))
         }
         delegate?.connection(self, didFinishStream: stream.tag, result: result)
+        if case .success(var response) = consume result {
+            // Unless the delegate kept the response, the list is this connection's alone again.
+            response.headers.removeAll(keepingCapacity: true)
+            swap(&spareHeaders, &response.headers)
+        }
     }
 
     func readRequestBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,

@@ -68,6 +68,11 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// calls out (the callbacks change a stream through static helpers, and the delegate hears
     /// of a stream only after it left the table).
     @exclusivity(unchecked) var streams = HTTP2StreamTable<Stream>()
+    /// The header list of the last response, emptied with its capacity kept, for the next
+    /// response's headers: APNs answers every notification with a header or two, and a stream's
+    /// HEADERS and its close arrive in the same read, so one spare saves an allocation per
+    /// answer. Loop thread only, like `streams`.
+    @exclusivity(unchecked) var spareHeaders: [HTTP2HeaderField] = []
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?

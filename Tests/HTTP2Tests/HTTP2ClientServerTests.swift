@@ -1,4 +1,4 @@
-import HTTP2
+@testable import HTTP2
 import APNsSimulator
 import Synchronization
 import Testing
@@ -61,6 +61,34 @@ final class RequestPump: @unchecked Sendable {
         #expect(client.delegate.record.withLock { $0.settings } == [100])
         try await client.stop()
         #expect(client.delegate.closeReason == "connection closed by client")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func eachAnswerGetsOnlyItsOwnHeadersWhenTheListIsReused() async throws {
+        let pair = try ClientServerPair(maxConcurrentStreams: 50)
+        defer { pair.tearDown() }
+        let client = pair.client
+        client.delegate.copiesHeaders = true
+        let pump = RequestPump(total: 500)
+        client.delegate.onReady = { pump.fill($0) }
+        client.delegate.onFinish = { pump.fill($0) }
+
+        #expect(try await client.connect())
+        #expect(await eventually { client.delegate.finishCount == 500 })
+        for tag in UInt64(0)..<500 {
+            guard case .success(let response)? = client.delegate.result(tag) else {
+                Issue.record("stream \(tag) did not succeed: \(String(describing: client.delegate.result(tag)))")
+                break
+            }
+            #expect(response.headers.map(\.name) == ["x-path", "content-type"])
+            #expect(response.header("x-path") == "/echo/\(tag)")
+        }
+        // The last answer's list, emptied, waits for the next answer's headers.
+        let connection = client.connection
+        let spare = await onLoop(client.loop) { (count: connection.spareHeaders.count, capacity: connection.spareHeaders.capacity) }
+        #expect(spare.count == 0)
+        #expect(spare.capacity >= 2)
+        try await client.stop()
     }
 
     @Test(.timeLimit(.minutes(1)))

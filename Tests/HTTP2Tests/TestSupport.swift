@@ -47,6 +47,9 @@ final class RecordingDelegate: HTTP2ClientConnectionDelegate, @unchecked Sendabl
     let record = Locked(Record())
     var onReady: ((HTTP2ClientConnection) -> Void)?
     var onFinish: ((HTTP2ClientConnection) -> Void)?
+    /// Records a copy of each response's header list instead of the list itself, as a delegate
+    /// that reads the headers and keeps none of them leaves it: the connection's again.
+    var copiesHeaders = false
 
     func connectionDidBecomeReady(_ connection: HTTP2ClientConnection) {
         record.withLock { $0.readyCount += 1 }
@@ -58,7 +61,9 @@ final class RecordingDelegate: HTTP2ClientConnectionDelegate, @unchecked Sendabl
         record.withLock {
             if $0.closeReason != nil { $0.finishedAfterClose = true }
             precondition($0.results[tag] == nil, "stream \(tag) finished twice")
-            $0.results[tag] = result
+            $0.results[tag] = copiesHeaders
+                ? result.map { HTTP2Response(status: $0.status, headers: $0.headers.map { $0 }, body: $0.body) }
+                : result
             $0.finishCount += 1
         }
         onFinish?(connection)
