@@ -63,6 +63,7 @@ extension BenchmarkReport {
             ("window_seconds", Self.format(windowSeconds, 3)),
             ("warmup_seconds", Self.format(startupSeconds, 3)),
             ("produce_seconds", Self.format(produceSeconds, 3)),
+            ("first_result_ms_after_produced", firstResultAfterProducedMilliseconds.map { "\($0)" } ?? "null"),
             ("stop_seconds", Self.format(stopSeconds, 3)),
             ("total_seconds", Self.format(totalSeconds, 3)),
             ("latency_ms_p50", number(latencyP50, 1)),

@@ -29,6 +29,10 @@ public struct BenchmarkReport: Sendable {
     public var warnings: [String] = []
     /// Seconds to produce the peak run's requests and get Kafka's acknowledgements.
     public var produceSeconds = 0.0
+    /// Milliseconds from the instances' continuing, once the peak run's requests were all
+    /// produced, to its first result (the result's Kafka timestamp): never negative, since the
+    /// instances are stopped while the requests are produced. Nil when no result came.
+    public var firstResultAfterProducedMilliseconds: Int64?
     /// Seconds of the warm-up: from the instances' start until they joined the group and answered.
     public var startupSeconds = 0.0
     /// Seconds from the first result of the peak run to the last, by the results' Kafka timestamps.

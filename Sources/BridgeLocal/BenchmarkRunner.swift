@@ -114,9 +114,13 @@ public enum BenchmarkRunner {
         let observed = try observer.assignment()
         try observer.pause(observed)
         var phase = Timestamp.monotonicNanoseconds()
+        var continuedAtMilliseconds = Int64.max
         for bridge in bridges { bridge.child.send(SIGSTOP) }
         do {
-            defer { for bridge in bridges { bridge.child.send(SIGCONT) } }
+            defer {
+                continuedAtMilliseconds = Timestamp.nowMilliseconds()
+                for bridge in bridges { bridge.child.send(SIGCONT) }
+            }
             try environment.produceRequests(workload.records)
         }
         produced += workload.records.count
@@ -129,6 +133,7 @@ public enum BenchmarkRunner {
         let after = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
         report.benchmarkProcessCPUSeconds = ProcessCPUTimes.sample().processSeconds - selfBefore.processSeconds
         report.windowSeconds = peak.windowSeconds
+        report.firstResultAfterProducedMilliseconds = peak.firstTimestamp == .max ? nil : peak.firstTimestamp - continuedAtMilliseconds
         report.observedWindowSeconds = peak.observedWindowSeconds
         report.instances = zip(before, after).map { before, after in
             BenchmarkReport.Instance(notifications: after.finished - before.finished,
