@@ -17,7 +17,8 @@ extension HTTP2ClientConnection {
         let connection = HTTP2ClientConnection(host: "in-memory.invalid", port: 443, tls: tls, loop: loop,
                                                delegate: delegate, streamTimeoutNanoseconds: streamTimeoutNanoseconds)
         connection.state = .connecting
-        connection.session = try HTTP2Session.makeClient(userData: Unmanaged.passUnretained(connection).toOpaque())
+        connection.session = try HTTP2Session.makeClient(userData: Unmanaged.passUnretained(connection).toOpaque(),
+                                                             memory: connection.sessionMemory)
         connection.state = .waitingForSettings
         return connection
     }

@@ -64,6 +64,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var delegate: HTTP2ClientConnectionDelegate?
     var state: State = .idle
     var session: OpaquePointer?
+    /// The session's allocator (free lists of its small blocks). It outlives every session of
+    /// the connection: `finish` and `deinit` delete the session before it goes.
+    let sessionMemory = HTTP2SessionMemory()
     /// No runtime exclusivity check (about ten per stream): loop thread only, and no access to it
     /// calls out (the callbacks change a stream through static helpers, and the delegate hears
     /// of a stream only after it left the table).
@@ -347,6 +350,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         if let session {
             self.session = nil
             nghttp2_session_del(session)
+            sessionMemory.releaseCachedBlocks()
         }
         let open = streams.removeAll().sorted { $0.0 < $1.0 }
         let delegate = self.delegate
@@ -364,7 +368,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 extension HTTP2ClientConnection: TLSConnectionOwner {
     package func tlsConnectionDidCompleteHandshake(_ connection: TLSConnection) {
         do {
-            let session = try HTTP2Session.makeClient(userData: Unmanaged.passUnretained(self).toOpaque())
+            let session = try HTTP2Session.makeClient(userData: Unmanaged.passUnretained(self).toOpaque(),
+                                                      memory: sessionMemory)
             self.session = session
             connection.session = session
             state = .waitingForSettings

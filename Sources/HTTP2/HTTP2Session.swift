@@ -7,9 +7,10 @@ package enum HTTP2Session {
     /// The receive window of the whole connection (streams keep nghttp2's 64 KiB default).
     package static let connectionWindowSize: Int32 = 16 << 20
 
-    /// A client session with push disabled; the SETTINGS are queued.
-    static func makeClient(userData: UnsafeMutableRawPointer) throws -> OpaquePointer {
-        let session = try make(userData: userData, server: false) { callbacks in
+    /// A client session with push disabled; the SETTINGS are queued. It allocates through
+    /// `memory`, which must outlive it.
+    static func makeClient(userData: UnsafeMutableRawPointer, memory: HTTP2SessionMemory) throws -> OpaquePointer {
+        let session = try make(userData: userData, server: false, memory: memory) { callbacks in
             nghttp2_session_callbacks_set_on_header_callback(callbacks, clientOnHeader)
             nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, clientOnDataChunk)
             nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, clientOnFrame)
@@ -42,7 +43,7 @@ package enum HTTP2Session {
         }
     }
 
-    package static func make(userData: UnsafeMutableRawPointer, server: Bool,
+    package static func make(userData: UnsafeMutableRawPointer, server: Bool, memory: HTTP2SessionMemory? = nil,
                              _ configure: (OpaquePointer) -> Void) throws -> OpaquePointer {
         var callbacks: OpaquePointer?
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
@@ -51,9 +52,16 @@ package enum HTTP2Session {
         defer { nghttp2_session_callbacks_del(callbacks) }
         configure(callbacks)
         var session: OpaquePointer?
-        let result = server
-            ? nghttp2_session_server_new(&session, callbacks, userData)
-            : nghttp2_session_client_new(&session, callbacks, userData)
+        let result: Int32
+        if var allocator = memory?.nghttp2Memory {  // nghttp2 copies the struct
+            result = server
+                ? nghttp2_session_server_new3(&session, callbacks, userData, nil, &allocator)
+                : nghttp2_session_client_new3(&session, callbacks, userData, nil, &allocator)
+        } else {
+            result = server
+                ? nghttp2_session_server_new(&session, callbacks, userData)
+                : nghttp2_session_client_new(&session, callbacks, userData)
+        }
         guard result == 0, let session else {
             throw HTTP2Error(.http2, "cannot create nghttp2 session: \(String(cString: nghttp2_strerror(result)))")
         }
