@@ -18,7 +18,7 @@ extension HTTP2ClientConnection {
                                                delegate: delegate, streamTimeoutNanoseconds: streamTimeoutNanoseconds)
         connection.state = .connecting
         connection.session = try HTTP2Session.makeClient(userData: Unmanaged.passUnretained(connection).toOpaque(),
-                                                             memory: connection.sessionMemory)
+                                                         memory: connection.sessionMemory)
         connection.state = .waitingForSettings
         return connection
     }

@@ -18,7 +18,12 @@ package enum HTTP2Session {
             nghttp2_session_callbacks_set_error_callback2(callbacks, clientOnError)
             nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, clientOnFrameSend)
         }
-        try submitSettings(session, [(NGHTTP2_SETTINGS_ENABLE_PUSH, 0)])
+        do {
+            try submitSettings(session, [(NGHTTP2_SETTINGS_ENABLE_PUSH, 0)])
+        } catch {
+            nghttp2_session_del(session)
+            throw error
+        }
         return session
     }
 

@@ -10,12 +10,12 @@ import Glibc
 ///
 /// Blocks come from `malloc` in six size classes (64 to 2,048 bytes; larger ones are `malloc`ed
 /// and freed as asked), with a 16-byte header naming the class, so a block stays 16-byte aligned.
-/// A freed block goes onto its class's list while the lists hold less than `maxCachedBytes`, else
-/// back to `free`: the lists never hold more than nghttp2 held at once, and never more than
+/// A freed block goes onto its class's list when it fits under `maxCachedBytes`, else back to
+/// `free`: the lists never hold more than nghttp2 held at once, and never more than
 /// `maxCachedBytes`. Every cached block is freed when the allocator goes. (AddressSanitizer
 /// sees the `malloc`ed blocks whole: an access past what nghttp2 asked for but inside its
-/// class's block, or to a block resting on a list, is not reported. A block freed twice is:
-/// see `release`.)
+/// class's block, or to a block resting on a list, is not reported. A block freed a second
+/// time before its class hands it out again stops the process: see `release`.)
 ///
 /// Not thread-safe, by design: the session is driven on its connection's loop thread only (and
 /// deleted there, or in the connection's `deinit` when nothing else holds it). It must outlive
@@ -33,16 +33,17 @@ package final class HTTP2SessionMemory {
     /// The class number of a block that was `malloc`ed at its own size.
     static let unpooledClass: UInt32 = .max
 
-    /// The free lists' heads (one word per class), then the bytes they hold, the allocations
-    /// asked for and those `malloc` served (one word each), behind the one pointer that nghttp2
-    /// carries as its `mem_user_data`.
+    /// The free lists' heads (one word per class), then the bytes they hold, the blocks handed
+    /// out, those `malloc` served and the blocks given back (one word each), behind the one
+    /// pointer that nghttp2 carries as its `mem_user_data`.
     private let lists: UnsafeMutableRawPointer
     private static let cachedBytesOffset = classCount * MemoryLayout<Int>.stride
     private static let allocationsOffset = cachedBytesOffset + MemoryLayout<Int>.stride
     private static let mallocsOffset = allocationsOffset + MemoryLayout<Int>.stride
+    private static let releasesOffset = mallocsOffset + MemoryLayout<Int>.stride
 
     init() {
-        let size = (Self.classCount + 3) * MemoryLayout<Int>.stride
+        let size = (Self.classCount + 4) * MemoryLayout<Int>.stride
         lists = .allocate(byteCount: size, alignment: MemoryLayout<Int>.alignment)
         lists.initializeMemory(as: UInt8.self, repeating: 0, count: size)
     }
@@ -54,10 +55,13 @@ package final class HTTP2SessionMemory {
 
     /// The bytes the free lists hold now.
     var cachedBytes: Int { Self.cachedBytes(lists) }
-    /// The blocks nghttp2 asked for so far (`malloc`, `calloc`, and `realloc` that moved a block).
+    /// The blocks handed to nghttp2 so far (by `malloc`, `calloc`, and a `realloc` that moved
+    /// the block to another class; a large block resized in place by the C library counts once).
     var allocations: Int { lists.load(fromByteOffset: Self.allocationsOffset, as: Int.self) }
     /// How many of those `malloc` served, the rest coming from the free lists.
     var allocationsFromMalloc: Int { lists.load(fromByteOffset: Self.mallocsOffset, as: Int.self) }
+    /// The blocks nghttp2 holds now: handed out and not given back.
+    var blocksInUse: Int { allocations - lists.load(fromByteOffset: Self.releasesOffset, as: Int.self) }
 
     /// Frees every cached block (the session is gone, or memory is wanted back).
     func releaseCachedBlocks() {
@@ -91,7 +95,8 @@ package final class HTTP2SessionMemory {
     static func capacity(ofClass sizeClass: Int) -> Int { 1 &<< (sizeClass &+ smallestClassShift) }
 
     static func allocate(_ size: Int, _ userData: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-        guard let lists = userData else { return nil }
+        // `size_t` arrives as `Int`: a size of 2^63 or more is negative here, and no block.
+        guard let lists = userData, size >= 0 else { return nil }
         count(lists, at: allocationsOffset)
         guard let sizeClass = sizeClass(of: size) else { return allocateUnpooled(size, lists) }
         let block: UnsafeMutableRawPointer
@@ -123,6 +128,7 @@ package final class HTTP2SessionMemory {
         // be memory corruption that must not go on silently.
         precondition(UInt32(truncatingIfNeeded: header) == magic, "nghttp2 freed a block it did not get from its allocator")
         block.storeBytes(of: 0, as: UInt64.self)  // a second free of the block is caught above
+        count(lists, at: releasesOffset)
         let sizeClass = Int(header >> 32)
         guard sizeClass < classCount else { return free(block) }
         let bytes = headerBytes &+ capacity(ofClass: sizeClass)
@@ -143,9 +149,11 @@ package final class HTTP2SessionMemory {
     static func reallocate(_ pointer: UnsafeMutableRawPointer?, _ size: Int,
                            _ userData: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
         guard let pointer else { return allocate(size, userData) }
+        guard size >= 0 else { return nil }
         let block = pointer - headerBytes
-        precondition(block.load(as: UInt32.self) == magic, "nghttp2 resized a block it did not get from its allocator")
-        let sizeClass = block.load(fromByteOffset: 4, as: UInt32.self)
+        let header = block.load(as: UInt64.self)
+        precondition(UInt32(truncatingIfNeeded: header) == magic, "nghttp2 resized a block it did not get from its allocator")
+        let sizeClass = UInt32(truncatingIfNeeded: header >> 32)
         if sizeClass != unpooledClass, size <= capacity(ofClass: Int(sizeClass)) { return pointer }
         if sizeClass == unpooledClass, Self.sizeClass(of: size) == nil {
             // Large to large: the C library may grow the block in place.

@@ -44,7 +44,10 @@ import TestSupport
         #expect(memory.cachedBytes == 0, "blocks larger than every class go straight back")
         mem.free(second, mem.mem_user_data)
         mem.free(nil, mem.mem_user_data)
+        #expect(memory.blocksInUse == 0)
         #expect(mem.calloc(Int.max, 2, mem.mem_user_data) == nil, "an overflowing calloc fails")
+        #expect(mem.malloc(-1, mem.mem_user_data) == nil, "a size_t of 2^63 or more is no block")
+        withExtendedLifetime(memory) {}  // the lists behind `mem` live until here
     }
 
     @Test func resizingKeepsTheContentsWithinAClassAcrossClassesAndBeyondThem() throws {
@@ -67,6 +70,7 @@ import TestSupport
         block = try #require(mem.realloc(block, 100, mem.mem_user_data))
         #expect(Array(UnsafeRawBufferPointer(start: block, count: 100)) == Array(bytes[0..<100]))
         mem.free(block, mem.mem_user_data)
+        #expect(memory.blocksInUse == 0)
         #expect(memory.cachedBytes > 0)
         memory.releaseCachedBlocks()
         #expect(memory.cachedBytes == 0)
@@ -82,6 +86,7 @@ import TestSupport
         for block in blocks { mem.free(block, mem.mem_user_data) }
         #expect(memory.cachedBytes <= HTTP2SessionMemory.maxCachedBytes)
         #expect(memory.cachedBytes > HTTP2SessionMemory.maxCachedBytes - blockBytes)
+        #expect(memory.blocksInUse == 0)
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -106,16 +111,20 @@ import TestSupport
         let connection = client.connection
         let counts = await onLoop(client.loop) {
             let memory = connection.sessionMemory
-            return (memory.allocations, memory.allocationsFromMalloc, memory.cachedBytes)
+            return (memory.allocations, memory.allocationsFromMalloc, memory.cachedBytes, memory.blocksInUse)
         }
         // nghttp2 allocates several blocks per stream (stream, queued frames, header copies);
         // after the first hundred streams they come back from the free lists.
         #expect(counts.0 >= 3 * 3000)
         #expect(counts.1 * 10 <= counts.0, "\(counts.1) of \(counts.0) allocations went to malloc")
         #expect(counts.2 > 0)
+        #expect(counts.3 > 0, "the live session holds blocks")
         client.loop.execute { connection.close() }
         #expect(await eventually { client.delegate.closeReason != nil })
-        #expect(await onLoop(client.loop) { connection.sessionMemory.cachedBytes } == 0)
+        // Deleting the session gave every block back, and the lists were emptied.
+        let after = await onLoop(client.loop) { (connection.sessionMemory.blocksInUse, connection.sessionMemory.cachedBytes) }
+        #expect(after.0 == 0)
+        #expect(after.1 == 0)
         try await client.stop()
     }
 }
