@@ -94,20 +94,7 @@ import TestSupport
         let pair = try ClientServerPair(maxConcurrentStreams: 100)
         defer { pair.tearDown() }
         let client = pair.client
-        let pump = RequestPump(total: 3000)
-        client.delegate.onReady = { pump.fill($0) }
-        client.delegate.onFinish = { pump.fill($0) }
-
-        #expect(try await client.connect())
-        #expect(await eventually { client.delegate.finishCount == 3000 })
-        for tag in UInt64(0)..<3000 {
-            guard case .success(let response)? = client.delegate.result(tag) else {
-                Issue.record("stream \(tag) did not succeed: \(String(describing: client.delegate.result(tag)))")
-                break
-            }
-            #expect(response.body == Array("body of \(tag)".utf8))
-            #expect(response.header("x-path") == "/echo/\(tag)")
-        }
+        _ = try await client.sendEchoRequests(3000)
         let connection = client.connection
         let counts = await onLoop(client.loop) {
             let memory = connection.sessionMemory

@@ -5,6 +5,7 @@ import Foundation
 @testable import HTTP2
 import APNsSimulator
 import Synchronization
+import Testing
 @_exported import TestSupport
 import Observability
 
@@ -190,6 +191,27 @@ final class TestClient: @unchecked Sendable {
             connection.flush()
             return accepted
         }
+    }
+
+    /// Connects, keeps the connection full of `total` echo requests (`RequestPump`) until every
+    /// one is answered, and checks that each answer is its own request's echo: status 200, the
+    /// body, and `x-path`. Returns the pump, for what it saw on the loop.
+    func sendEchoRequests(_ total: UInt64) async throws -> RequestPump {
+        let pump = RequestPump(total: total)
+        delegate.onReady = { pump.fill($0) }
+        delegate.onFinish = { pump.fill($0) }
+        #expect(try await connect())
+        #expect(await eventually { delegate.finishCount == Int(total) })
+        for tag in UInt64(0)..<total {
+            guard case .success(let response)? = delegate.result(tag) else {
+                Issue.record("stream \(tag) did not succeed: \(String(describing: delegate.result(tag)))")
+                return pump
+            }
+            #expect(response.status == 200)
+            #expect(response.body == Array("body of \(tag)".utf8))
+            #expect(response.header("x-path") == "/echo/\(tag)")
+        }
+        return pump
     }
 
     /// Closes the connection, waits for `connectionDidClose`, and stops the loop.
