@@ -69,6 +69,8 @@ import TestSupport
         #expect(Array(UnsafeRawBufferPointer(start: block, count: 4000)) == Array(bytes[0..<4000]))
         block = try #require(mem.realloc(block, 100, mem.mem_user_data))
         #expect(Array(UnsafeRawBufferPointer(start: block, count: 100)) == Array(bytes[0..<100]))
+        #expect(mem.realloc(block, -1, mem.mem_user_data) == nil, "a size_t of 2^63 or more is no block")
+        #expect(Array(UnsafeRawBufferPointer(start: block, count: 100)) == Array(bytes[0..<100]), "the block stays as it was")
         mem.free(block, mem.mem_user_data)
         #expect(memory.blocksInUse == 0)
         #expect(memory.cachedBytes > 0)
