@@ -16,15 +16,20 @@ public enum BenchmarkRunner {
     /// The group id of the bridge under test.
     public static let groupID = "apns-bridge-bench"
 
-    /// Partitions every topic needs so that neither the request topic nor the results topic of
-    /// the mock cluster loses records (see `MockPartitionBudget`): the peak run, the paced run
-    /// (the same count again) and the warm-up requests.
-    public static func partitionsNeeded(for workload: BenchmarkWorkload, paced: Bool = true, instances: Int = 1) -> Int {
-        let runs = paced ? 2 : 1
+    /// Partitions every topic needs so that the mock cluster loses none of the records the bench
+    /// still reads (see `MockPartitionBudget`): one run's requests and results, and the warm-up's.
+    /// Runs are planned one at a time, not summed: every run's results are read and checked
+    /// before the next run produces anything (the paced run's requests and results are read
+    /// after it), so once the paced run's records push a partition past the mock's limit, the
+    /// records it drops are the earlier runs', already read. Every partition costs the bridge a
+    /// produce request of its own per `linger.ms` and an entry of its own in every fetch:
+    /// planning for both runs at once gave 100,000 single-token requests 31 partitions instead
+    /// of 16, which showed in the paced run's CPU and tail (docs/BENCHMARKS.md).
+    public static func partitionsNeeded(for workload: BenchmarkWorkload, instances: Int = 1) -> Int {
         let extra = warmUpRequestsPerRound * instances * maximumWarmUpRounds
         return max(
-            MockPartitionBudget.partitionsNeeded(records: workload.records.count * runs + extra, bytesPerRecord: workload.largestRequestBytes),
-            MockPartitionBudget.partitionsNeeded(records: workload.expectedResults * runs + extra, bytesPerRecord: workload.estimatedResultBytes))
+            MockPartitionBudget.partitionsNeeded(records: workload.records.count + extra, bytesPerRecord: workload.largestRequestBytes),
+            MockPartitionBudget.partitionsNeeded(records: workload.expectedResults + extra, bytesPerRecord: workload.estimatedResultBytes))
     }
 
     /// Single-token requests per instance in one warm-up round.
@@ -38,7 +43,7 @@ public enum BenchmarkRunner {
     ///   errors of the environment, Kafka or the bridge processes' start.
     public static func run(settings: BenchmarkSettings, workload: BenchmarkWorkload,
                            progress: @escaping @Sendable (String) -> Void = { _ in }) throws -> BenchmarkReport {
-        let needed = partitionsNeeded(for: workload, paced: settings.runPaced, instances: settings.instances)
+        let needed = partitionsNeeded(for: workload, instances: settings.instances)
         guard settings.partitions >= needed else {
             throw SetupError(description: "this run needs at least \(needed) partitions: librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition")
         }

@@ -40,7 +40,8 @@ enum BenchCommand {
       --instances I            `apns-bridge run` processes in the group (default 1)
       --rate R                 requests/s of the paced run (default: half the measured peak)
       --partitions P           partitions of every topic (default 8; raised when the mock cluster's
-                               limit of 5 MB / 100,000 records per partition requires it)
+                               limit of 5 MB / 100,000 records per partition requires it for one
+                               run's records)
       --connections C          HTTP/2 connections of the app per instance (default 4; h2load uses as many)
       --max-in-flight M        the bridge's limits.max_in_flight (default 20000)
       --simulator-threads T    event loop threads of the simulator (default 1)
@@ -132,12 +133,12 @@ enum BenchCommand {
         let textOutput: Int32 = options.flag("json") ? 2 : 1
 
         let workload = BenchmarkWorkload(requests: settings.requests, tokensPerRequest: settings.tokensPerRequest)
-        let needed = BenchmarkRunner.partitionsNeeded(for: workload, paced: settings.runPaced, instances: settings.instances)
+        let needed = BenchmarkRunner.partitionsNeeded(for: workload, instances: settings.instances)
         guard needed <= maximumPartitions else {
             throw CommandLineOptions.UsageError(description: "\(settings.notifications) notifications need \(needed) partitions of the mock cluster (at most \(maximumPartitions)): lower --requests or --tokens-per-request")
         }
         if needed > settings.partitions {
-            say("note: partitions raised from \(settings.partitions) to \(needed): librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition and silently drops older ones", to: textOutput)
+            say("note: partitions raised from \(settings.partitions) to \(needed): librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition and silently drops older ones (one run's records must fit)", to: textOutput)
             settings.partitions = needed
         }
         let report = try BenchmarkRunner.run(settings: settings, workload: workload, progress: { say($0, to: textOutput) })

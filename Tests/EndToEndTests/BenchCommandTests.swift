@@ -1,6 +1,7 @@
 import Bridge
 import BridgeLocal
 import Foundation
+import Kafka
 import Testing
 
 /// `apns-bridge bench` as a process: it completes and reports what it ran. Speed is never asserted.
@@ -184,10 +185,43 @@ struct BenchCommandTests {
         #expect(MockPartitionBudget.partitionsNeeded(records: 1_000_000, bytesPerRecord: 1) >= 17)
         let workload = BenchmarkWorkload(requests: 20_000, tokensPerRequest: 5)
         #expect(workload.expectedResults == 100_000)
-        #expect(BenchmarkRunner.partitionsNeeded(for: workload) > 8)
-        // The paced run produces the workload a second time.
-        #expect(BenchmarkRunner.partitionsNeeded(for: workload, paced: true)
-                > BenchmarkRunner.partitionsNeeded(for: workload, paced: false))
+        // One run's results, not the peak's and the paced run's together: the earlier run's are
+        // read before the next one produces (see the next test for what the mock then drops).
+        let oneRun = MockPartitionBudget.partitionsNeeded(records: workload.expectedResults + 2_000,
+                                                          bytesPerRecord: workload.estimatedResultBytes)
+        #expect(BenchmarkRunner.partitionsNeeded(for: workload) == oneRun)
+        #expect(oneRun > 8)
+        #expect(MockPartitionBudget.partitionsNeeded(records: 2 * workload.expectedResults,
+                                                     bytesPerRecord: workload.estimatedResultBytes) > oneRun)
+    }
+
+    /// What planning one run at a time relies on: when a later run's records push a partition
+    /// past the mock cluster's limit, it drops the earliest records, and a run that fits the
+    /// budget stays whole and readable from the topic's start (as the bench reads the paced
+    /// run's requests).
+    @Test func theMockDropsEarlierRunsAndKeepsTheLatestRunThatFits() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let recordBytes = 1_000
+        let perRun = Int(Double(MockPartitionBudget.partitionBytes) * MockPartitionBudget.headroom)
+            / (recordBytes + MockPartitionBudget.recordOverheadBytes) - 10
+        #expect(MockPartitionBudget.partitionsNeeded(records: perRun, bytesPerRecord: recordBytes) == 1)
+        #expect(2 * perRun * recordBytes > MockPartitionBudget.partitionBytes)  // two runs do not fit
+        func run(_ name: String) -> [DemoWorkload.Record] {
+            (0..<perRun).map { index in
+                let key = Array("\(name)-\(index)".utf8)
+                return DemoWorkload.Record(key: key, value: key + [UInt8](repeating: UInt8(ascii: "x"), count: recordBytes - key.count))
+            }
+        }
+        try environment.produceRequests(run("first"))
+        try environment.produceRequests(run("second"))
+
+        let kept = try KafkaTopicReader.readToEnd(bootstrapServers: environment.kafka.bootstrapServers,
+                                                  topic: environment.requestTopic, timeoutMilliseconds: 60_000)
+        let keys = kept.compactMap { $0.key.map { String(decoding: $0, as: UTF8.self) } }
+        let second = Set(keys.filter { $0.hasPrefix("second-") })
+        #expect(second.count == perRun)  // the latest run, whole
+        #expect(keys.filter { $0.hasPrefix("first-") }.count < perRun)  // the limit was passed: the first run lost records
     }
 
     /// The last line of the output, parsed as a JSON object.
