@@ -187,7 +187,8 @@ struct BenchCommandTests {
         #expect(workload.expectedResults == 100_000)
         // One run's results, not the peak's and the paced run's together: the earlier run's are
         // read before the next one produces (see the next test for what the mock then drops).
-        let oneRun = MockPartitionBudget.partitionsNeeded(records: workload.expectedResults + 2_000,
+        let warmUpRecords = 20 * 100  // at most 20 warm-up rounds of 100 requests for one instance
+        let oneRun = MockPartitionBudget.partitionsNeeded(records: workload.expectedResults + warmUpRecords,
                                                           bytesPerRecord: workload.estimatedResultBytes)
         #expect(BenchmarkRunner.partitionsNeeded(for: workload) == oneRun)
         #expect(oneRun > 8)
