@@ -137,12 +137,17 @@ public final class APNsClient: Sendable {
 
     /// Queues notifications for sending; answers arrive at the delegate. Any thread; one hop to
     /// the pool's loop per batch.
-    public func send(_ batch: [APNsPendingNotification]) {
+    ///
+    /// The batch moves to the loop: passed as its last use (`send(consume batch)`), its
+    /// notifications reach the pool's queue without a copy (a copy would retain each of their
+    /// strings and arrays, and dropping the batch would release them again).
+    public func send(_ batch: consuming [APNsPendingNotification]) {
         guard !batch.isEmpty else { return }
         let pool = self.pool
         // Counted before the hop, so `queuedCount` includes the batch as soon as `send` returns.
         pool.outstanding.add(batch.count, ordering: .relaxed)
-        pool.loop.execute { pool.enqueue(batch) }
+        let handoff = BatchHandoff(batch)
+        pool.loop.execute { pool.enqueue(handoff.take()) }
     }
 
     /// Closes every connection; queued, retrying and in-flight notifications finish with
@@ -165,5 +170,25 @@ public final class APNsClient: Sendable {
     /// Whether at least one connection can take streams now (for `/readyz`). Any thread.
     public var hasReadyConnection: Bool {
         pool.stateCounts.withLock { ($0[.ready] ?? 0) > 0 }
+    }
+}
+
+/// Carries one batch from `APNsClient.send` to the pool's loop, so that the loop takes the only
+/// reference to the batch's storage and can move the notifications out of it.
+///
+/// `@unchecked Sendable`: written once on the sending thread before the hop and read once on
+/// the loop after it; the loop's task queue (a lock) orders the two.
+private final class BatchHandoff: @unchecked Sendable {
+    private var batch: [APNsPendingNotification]
+
+    init(_ batch: consuming [APNsPendingNotification]) {
+        self.batch = batch
+    }
+
+    /// The batch, leaving nothing behind (so the caller holds its storage alone).
+    func take() -> [APNsPendingNotification] {
+        var taken: [APNsPendingNotification] = []
+        swap(&taken, &batch)
+        return taken
     }
 }

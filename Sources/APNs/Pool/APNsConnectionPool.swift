@@ -160,7 +160,7 @@ final class APNsConnectionPool: @unchecked Sendable {
     }
 
     /// Takes a batch the caller has already counted in `outstanding`.
-    func enqueue(_ batch: [APNsPendingNotification]) {
+    func enqueue(_ batch: consuming [APNsPendingNotification]) {
         loop.preconditionInEventLoop()
         if isShuttingDown {
             for pending in batch {

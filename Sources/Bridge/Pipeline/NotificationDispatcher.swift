@@ -151,8 +151,11 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// so a poll's worth of requests costs each event loop one wake-up. Call after each poll.
     func flush() {
         guard !pending.isEmpty else { return }
-        for entry in pending {
-            entry.pool.send(entry.batch)
+        for index in pending.indices {
+            // Moved out, so the pool's loop holds the batch alone (see `APNsClient.send`).
+            var batch: [APNsPendingNotification] = []
+            swap(&batch, &pending[index].batch)
+            pending[index].pool.send(consume batch)
         }
         pending.removeAll(keepingCapacity: true)
     }

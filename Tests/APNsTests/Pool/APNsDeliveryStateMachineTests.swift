@@ -188,6 +188,20 @@ import Testing
         #expect(delivery.removeAll().count == 1_000)
     }
 
+    @Test func batchesOfEveryLengthAreSentInTheOrderTheyCame() {
+        var delivery = machine()
+        var tag: UInt64 = 0
+        // Even and odd lengths: a batch is moved into the queue reversed and popped from its end.
+        for length in [1, 2, 3, 0, 4, 7] {
+            delivery.enqueue((0..<length).map { _ in tag += 1; return pendingNotification(tag: tag) }, now: 0)
+        }
+        var finished: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+        var sent: [UInt64] = []
+        while let entry = delivery.nextToSend(now: instant(nanoseconds: 0), finished: &finished) { sent.append(entry.pending.tag) }
+        #expect(sent == Array(1...17))
+        #expect(finished.isEmpty)
+    }
+
     @Test func aStandingBacklogDoesNotGrowTheQueuesStorage() {
         var delivery = machine()
         var finished: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
