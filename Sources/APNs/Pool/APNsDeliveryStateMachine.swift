@@ -105,28 +105,13 @@ struct APNsDeliveryStateMachine {
         // `max_in_flight` entries) for every batch; appends grow it geometrically.
         // Popped from the end after a reverse, each notification moves out of the batch: a
         // `for … in` would copy it (retaining its strings and arrays), and dropping the batch
-        // would release them again.
-        Self.reverseByMoving(&batch)
+        // would release them again. Reversed through its buffer, whose swaps move elements (the
+        // array's own `reverse()` swaps through copies, which retain).
+        batch.withUnsafeMutableBufferPointer { $0.reverse() }
         while let pending = batch.popLast() {
             queue.append(Entry(pending))
         }
         scheduleSweepIfNeeded(now: now)
-    }
-
-    /// Reverses `batch` in place by moving its elements (`reverse()` swaps through copies,
-    /// retaining and releasing every string and array of both).
-    private static func reverseByMoving(_ batch: inout [APNsPendingNotification]) {
-        batch.withUnsafeMutableBufferPointer { elements in
-            guard var low = elements.baseAddress, elements.count > 1 else { return }
-            var high = low + (elements.count - 1)
-            while low < high {
-                let lowElement = low.move()
-                low.moveInitialize(from: high, count: 1)
-                high.initialize(to: lowElement)
-                low += 1
-                high -= 1
-            }
-        }
     }
 
     /// The next notification to put on a stream, or nil when none waits. Notifications whose
