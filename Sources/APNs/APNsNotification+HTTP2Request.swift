@@ -24,13 +24,17 @@ extension APNsNotification {
         }
     }
 
+    /// The `apns-priority` APNs applies when the header is absent. Sending it anyway would cost
+    /// every request one more header to encode on both sides, so it goes out only when it differs.
+    static let priorityWhenOmitted = 10
+
     /// The request's `:path` and headers, in order: the one list of what APNs is sent.
     func writeRequestFields<Sink: APNsRequestFieldSink>(into sink: inout Sink, authorization: String?,
                                                         includeContentType: Bool = false) {
         sink.addPath("/3/device/", token)
         if let authorization { sink.add("authorization", authorization) }
         sink.add("apns-push-type", pushType.rawValue)
-        sink.add("apns-priority", decimal: Int64(priority))
+        if priority != APNsNotification.priorityWhenOmitted { sink.add("apns-priority", decimal: Int64(priority)) }
         sink.add("apns-topic", topic)
         if let expiration { sink.add("apns-expiration", decimal: expiration) }
         if let collapseID { sink.add("apns-collapse-id", collapseID) }

@@ -71,10 +71,24 @@ import Testing
         }
     }
 
+    /// APNs applies priority 10 when `apns-priority` is absent, so only 5 and 1 are sent.
+    @Test func sendsThePriorityOnlyWhenItIsNotAPNsDefault() {
+        func priorityHeader(_ pushType: APNsPushType, _ priority: Int?) -> [String] {
+            APNsNotification(token: sampleToken, pushType: pushType, priority: priority, topic: sampleTopic, payload: [])
+                .makeRequest(authorization: nil).headers.filter { $0.name == "apns-priority" }.map(\.value)
+        }
+        #expect(priorityHeader(.alert, nil) == [])
+        #expect(priorityHeader(.alert, 10) == [])
+        #expect(priorityHeader(.alert, 5) == ["5"])
+        #expect(priorityHeader(.alert, 1) == ["1"])
+        #expect(priorityHeader(.background, nil) == ["5"])
+        #expect(priorityHeader(.background, 10) == [])
+    }
+
     @Test func omitsOptionalHeadersAndAuthorizationForCertificateAuth() {
         let notification = APNsNotification(token: sampleToken, topic: sampleTopic, payload: [0x7B, 0x7D])
         let request = notification.makeRequest(authorization: nil)
-        #expect(request.headers.map(\.name) == ["apns-push-type", "apns-priority", "apns-topic"])
+        #expect(request.headers.map(\.name) == ["apns-push-type", "apns-topic"])
         #expect(request.headers.allSatisfy { $0.name == $0.name.lowercased() })
     }
 }
