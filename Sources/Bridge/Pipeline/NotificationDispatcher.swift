@@ -113,9 +113,12 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// Consumer thread: publishes `invalid` results at once and collects the rest for the next
     /// `flush()`. (Expiration is checked by the pool when a notification's turn to be sent comes.)
     func dispatch(_ request: PushRequest, context: RequestContext) {
-        let now = Timestamp.nowMilliseconds()
-        for token in request.invalidTokens {
-            publishLocal(token: token, outcome: .invalid, reason: "BadDeviceToken", request: request, context: context, now: now)
+        // The clock is read only for results decided here; most requests have none.
+        if !request.invalidTokens.isEmpty {
+            let now = Timestamp.nowMilliseconds()
+            for token in request.invalidTokens {
+                publishLocal(token: token, outcome: .invalid, reason: "BadDeviceToken", request: request, context: context, now: now)
+            }
         }
         guard !request.validTokens.isEmpty else { return }
         let key = PoolKey(app: request.app, environment: request.environment)
@@ -126,6 +129,7 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         }
         guard let index else {
             // The decoder only accepts configured apps, so this is unreachable in practice.
+            let now = Timestamp.nowMilliseconds()
             for token in request.validTokens {
                 publishLocal(token: token, outcome: .failed, reason: "UnknownApp", request: request, context: context, now: now)
             }
