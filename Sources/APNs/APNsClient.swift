@@ -10,17 +10,6 @@ public protocol APNsClientDelegate: AnyObject, Sendable {
     /// Final answer for one notification (after retries): `tag` is the value passed to
     /// `APNsClient.send`; `result` carries the attempts APNs saw and the last answer.
     func apnsClient(_ client: APNsClient, didFinish notification: APNsNotification, tag: UInt64, result: APNsDeliveryResult)
-    /// Every answer APNs gave, retried or final. Default: nothing.
-    func apnsClient(_ client: APNsClient, didReceive status: Int, reason: String?, duration: Duration)
-    /// A notification will be sent again. Default: nothing.
-    func apnsClient(_ client: APNsClient, willRetry cause: APNsRetryCause)
-}
-
-extension APNsClientDelegate {
-    /// Nothing.
-    public func apnsClient(_ client: APNsClient, didReceive status: Int, reason: String?, duration: Duration) {}
-    /// Nothing.
-    public func apnsClient(_ client: APNsClient, willRetry cause: APNsRetryCause) {}
 }
 
 /// A notification waiting for a stream, with the caller's tag.
@@ -108,6 +97,7 @@ public final class APNsClient: Sendable {
     /// - Parameters:
     ///   - delegate: receives the answers; not retained (its owner, typically the owner of the
     ///     client too, keeps it alive).
+    ///   - observer: told of every answer and retry (metrics); retained, so it must not own the client.
     ///   - tokenProvider: the JWT source for token auth; nil for certificate auth.
     ///   - clock: the time source of the pool's state machines.
     ///   - jitter: the randomness of backoffs.
@@ -118,13 +108,14 @@ public final class APNsClient: Sendable {
         group: EventLoopGroup,
         tokenProvider: APNsTokenProvider?,
         delegate: APNsClientDelegate,
+        observer: APNsClientObserver? = nil,
         clock: any APNsClock = APNsSystemClock(),
         jitter: APNsJitterSource = .system
     ) {
         self.name = name
         self.pool = APNsConnectionPool(
             name: name, configuration: configuration, tls: tls, loop: group.next(),
-            tokenProvider: tokenProvider, clock: clock, jitter: jitter
+            tokenProvider: tokenProvider, observer: observer, clock: clock, jitter: jitter
         )
         pool.attach(client: self, delegate: delegate)
     }

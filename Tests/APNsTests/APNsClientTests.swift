@@ -7,8 +7,9 @@ import TestSupport
 import APNsSimulator
 import Observability
 
-/// Records every delegate call by tag (a tag finished twice shows up as two entries).
-final class DeliveryRecorder: APNsClientDelegate {
+/// Records every delegate call by tag (a tag finished twice shows up as two entries), and as
+/// the client's observer every answer and retry.
+final class DeliveryRecorder: APNsClientDelegate, APNsClientObserver {
     struct Delivery {
         let token: String
         let result: APNsDeliveryResult
@@ -25,17 +26,17 @@ final class DeliveryRecorder: APNsClientDelegate {
     private let retryCauses = Locked<[APNsRetryCause: Int]>([:])
     private let statuses = Locked<[Int: Int]>([:])
 
-    func apnsClient(_ client: APNsClient, willRetry cause: APNsRetryCause) {
+    func apnsRetrying(_ cause: APNsRetryCause) {
         retryCauses.withLock { $0[cause, default: 0] += 1 }
     }
 
-    func apnsClient(_ client: APNsClient, didReceive status: Int, reason: String?, duration: Duration) {
+    func apnsAnswered(status: Int, reason: String?, durationNanoseconds: Int64) {
         statuses.withLock { $0[status, default: 0] += 1 }
     }
 
-    /// `willRetry` calls by cause.
+    /// `apnsRetrying` calls by cause.
     var retries: [APNsRetryCause: Int] { retryCauses.withLock { $0 } }
-    /// `didReceive` calls by status.
+    /// `apnsAnswered` calls by status.
     var answers: [Int: Int] { statuses.withLock { $0 } }
 
     /// Delegate calls so far.
@@ -133,7 +134,7 @@ struct ClientEnvironment {
             pingInterval: pingInterval, pingTimeout: pingTimeout,
             maxAttempts: maxAttempts, initialBackoff: .milliseconds(10), maxBackoff: .milliseconds(100))
         return APNsClient(name: "test/sandbox", configuration: configuration, tls: tls, group: group,
-                          tokenProvider: tokenProvider, delegate: delegate)
+                          tokenProvider: tokenProvider, delegate: delegate, observer: delegate as? APNsClientObserver)
     }
 
     /// A server on the test certificate that never answers, with its own loop.

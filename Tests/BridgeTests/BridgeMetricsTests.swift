@@ -66,9 +66,10 @@ import Testing
         metrics.recordResult(app: "chat", outcome: .rejected, latencyMilliseconds: nil)
         metrics.recordResult(app: "nobody", outcome: .delivered, latencyMilliseconds: 1)
         metrics.recordInvalidToken(app: "news", reason: "BadDeviceToken")
-        metrics.recordAPNsResponse(pool: "chat/production", status: 200, reason: nil, duration: .milliseconds(3))
-        metrics.recordAPNsResponse(pool: "chat/sandbox", status: 410, reason: "Unregistered", duration: .milliseconds(30))
-        metrics.recordRetry(pool: "news/sandbox", cause: .status429)
+        metrics.poolObserver(pool: "chat/production")?.apnsAnswered(status: 200, reason: nil, durationNanoseconds: 3_000_000)
+        metrics.poolObserver(pool: "chat/sandbox")?.apnsAnswered(status: 410, reason: "Unregistered", durationNanoseconds: 30_000_000)
+        metrics.poolObserver(pool: "news/sandbox")?.apnsRetrying(.status429)
+        #expect(metrics.poolObserver(pool: "nobody/production") == nil)
 
         let text = metrics.registry.render()
         #expect(Self.samples(text, "apns_bridge_records_consumed_total")["apns_bridge_records_consumed_total{topic=\"apns.requests\"}"] == 2)
@@ -90,11 +91,12 @@ import Testing
 
     /// What APNs (or anything posing as it) sends cannot create series without bound (retry
     /// causes are the pool's enum, bounded by their type).
-    @Test func unknownStatusesAndReasonsAreCountedAsOther() {
+    @Test func unknownStatusesAndReasonsAreCountedAsOther() throws {
         let metrics = BridgeMetrics(configuration: Self.configuration)
+        let observer = try #require(metrics.poolObserver(pool: "chat/production"))
         for index in 0..<500 {
-            metrics.recordAPNsResponse(pool: "chat/production", status: 600 + index, reason: "Invented\(index)", duration: .zero)
-            metrics.recordAPNsResponse(pool: "chat/production", status: 400, reason: "\(index)\"\n{", duration: .zero)
+            observer.apnsAnswered(status: 600 + index, reason: "Invented\(index)", durationNanoseconds: 0)
+            observer.apnsAnswered(status: 400, reason: "\(index)\"\n{", durationNanoseconds: 0)
             metrics.recordInvalidToken(app: "chat", reason: "Reason\(index)")
         }
         let text = metrics.registry.render()

@@ -95,8 +95,8 @@ extension APNsConnectionPool {
         case .success(let http):
             let response = APNsResponse(http)
             answer = .response(response)
-            reportAnswer(status: response.status, reason: response.reason?.rawValue,
-                         duration: .nanoseconds(max(0, now.nanoseconds - flight.sentAt)))
+            observer?.apnsAnswered(status: response.status, reason: response.reason?.rawValue,
+                                   durationNanoseconds: max(0, now.nanoseconds - flight.sentAt))
             if response.status == 403, response.reason == .invalidProviderToken,
                let tokenProvider, tokenProvider.shouldLogInvalidProviderToken() {
                 logger.error("APNs rejects the provider token (InvalidProviderToken): check the key, key id and team id",
@@ -117,7 +117,7 @@ extension APNsConnectionPool {
         case .finish(let final):
             finish(flight.entry, final)
         case .retry(let cause, _):
-            reportRetry(cause)
+            observer?.apnsRetrying(cause)
         }
         if member.connection === connection {
             closeIfIdleAndUnusable(member, connection)

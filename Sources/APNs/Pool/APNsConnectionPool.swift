@@ -92,6 +92,8 @@ final class APNsConnectionPool: @unchecked Sendable {
     private weak var client: APNsClient?
     /// Weak: the delegate usually owns the client (a pipeline and its pools); no cycle.
     private weak var delegate: APNsClientDelegate?
+    /// Strong and constant: told of every answer without a weak load or a retain.
+    let observer: APNsClientObserver?
 
     // No runtime exclusivity checks on the three state machines and tables the pump and every
     // finished stream touch: loop thread only, and no access to them calls out (the delegate is
@@ -108,8 +110,10 @@ final class APNsConnectionPool: @unchecked Sendable {
     private var pumpScheduled = false
 
     init(name: String, configuration: APNsClientConfiguration, tls: TLSClientContext, loop: EventLoop,
-         tokenProvider: APNsTokenProvider?, clock: any APNsClock, jitter: APNsJitterSource) {
+         tokenProvider: APNsTokenProvider?, observer: APNsClientObserver? = nil, clock: any APNsClock,
+         jitter: APNsJitterSource) {
         self.name = name
+        self.observer = observer
         self.configuration = configuration
         self.tls = tls
         self.loop = loop
@@ -264,15 +268,6 @@ final class APNsConnectionPool: @unchecked Sendable {
         delegate.apnsClient(client, didFinish: entry.pending.notification, tag: entry.pending.tag, result: result)
     }
 
-    func reportAnswer(status: Int, reason: String?, duration: Duration) {
-        guard let client, let delegate else { return }
-        delegate.apnsClient(client, didReceive: status, reason: reason, duration: duration)
-    }
-
-    func reportRetry(_ cause: APNsRetryCause) {
-        guard let client, let delegate else { return }
-        delegate.apnsClient(client, willRetry: cause)
-    }
 
     // MARK: - The one timer
 

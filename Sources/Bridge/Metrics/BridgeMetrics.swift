@@ -133,15 +133,31 @@ public final class BridgeMetrics: Sendable {
         apps[app]?.invalidTokens[MetricLabels.invalidTokenReasonIndex(reason)].increment()
     }
 
-    /// APNs answered one request (retried or final) of the pool named `pool` (`app/environment`).
-    func recordAPNsResponse(pool: String, status: Int, reason: String?, duration: Duration) {
-        guard let series = appsByPool[pool] else { return }
-        series.responses.counter(at: MetricLabels.responseIndex(status: status, reason: reason)).increment()
-        series.requestDuration.record(duration)
+    /// What the pool named `pool` (`app/environment`, as the APNs client names itself) reports
+    /// of its answers and retries, straight into its app's series; nil for a pool of no
+    /// configured app.
+    func poolObserver(pool: String) -> APNsClientObserver? {
+        appsByPool[pool].map(PoolObserver.init)
     }
 
-    /// The pool named `pool` will send a notification again because of `cause`.
-    func recordRetry(pool: String, cause: APNsRetryCause) {
-        appsByPool[pool]?.retries.counter(at: MetricLabels.retryCauseIndex(cause)).increment()
+    /// The series of one app, held by its pools: an answer costs neither a lookup by name nor
+    /// a weak load of the pool's delegate.
+    private final class PoolObserver: APNsClientObserver {
+        let series: AppSeries
+
+        init(series: AppSeries) {
+            self.series = series
+        }
+
+        func apnsAnswered(status: Int, reason: String?, durationNanoseconds: Int64) {
+            series.responses.counter(at: MetricLabels.responseIndex(status: status, reason: reason)).increment()
+            // Seconds straight from the integer: a `Duration` costs 128-bit arithmetic to make
+            // and to take apart, on every answer.
+            series.requestDuration.record(Double(durationNanoseconds) / 1e9)
+        }
+
+        func apnsRetrying(_ cause: APNsRetryCause) {
+            series.retries.counter(at: MetricLabels.retryCauseIndex(cause)).increment()
+        }
     }
 }

@@ -32,14 +32,4 @@ extension NotificationDispatcher {
         }
         return samples
     }
-
-    // MARK: - APNsClientDelegate observation hooks (event loop threads)
-
-    func apnsClient(_ client: APNsClient, didReceive status: Int, reason: String?, duration: Duration) {
-        metrics?.recordAPNsResponse(pool: client.name, status: status, reason: reason, duration: duration)
-    }
-
-    func apnsClient(_ client: APNsClient, willRetry cause: APNsRetryCause) {
-        metrics?.recordRetry(pool: client.name, cause: cause)
-    }
 }

@@ -86,8 +86,9 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             return nil
         }
         let endpoint = configuration.apns.endpoint(for: environment)
+        let name = "\(app)/\(environment.rawValue)"
         let pool = APNsClient(
-            name: "\(app)/\(environment.rawValue)",
+            name: name,
             configuration: APNsClientConfiguration(
                 host: endpoint.host,
                 port: endpoint.port,
@@ -102,7 +103,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
             tls: credentials.tls,
             group: group,
             tokenProvider: credentials.tokenProvider,
-            delegate: self
+            delegate: self,
+            observer: metrics?.poolObserver(pool: name)
         )
         pools[key] = pool
         poolDirectory.withLock { $0.append((app: app, environment: environment, client: pool)) }
