@@ -64,12 +64,6 @@ public struct Histogram: Sendable {
         storage.observe(value)
     }
 
-    /// Records a duration in seconds.
-    public func record(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        storage.observe(Double(seconds) + Double(attoseconds) / 1e18)
-    }
-
     /// Observations so far (the `_count` of the series).
     public var count: UInt64 { storage.snapshot().cumulative.last ?? 0 }
 

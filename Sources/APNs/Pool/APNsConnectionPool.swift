@@ -110,7 +110,7 @@ final class APNsConnectionPool: @unchecked Sendable {
     private var pumpScheduled = false
 
     init(name: String, configuration: APNsClientConfiguration, tls: TLSClientContext, loop: EventLoop,
-         tokenProvider: APNsTokenProvider?, observer: APNsClientObserver? = nil, clock: any APNsClock,
+         tokenProvider: APNsTokenProvider?, observer: APNsClientObserver?, clock: any APNsClock,
          jitter: APNsJitterSource) {
         self.name = name
         self.observer = observer
@@ -267,7 +267,6 @@ final class APNsConnectionPool: @unchecked Sendable {
         guard let client, let delegate else { return }
         delegate.apnsClient(client, didFinish: entry.pending.notification, tag: entry.pending.tag, result: result)
     }
-
 
     // MARK: - The one timer
 
