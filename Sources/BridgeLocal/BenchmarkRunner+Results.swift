@@ -75,39 +75,40 @@ extension BenchmarkRunner {
         return collected
     }
 
-    /// Parses every result (JSONScanner): each expected (request, token) exactly once, delivered;
-    /// collects `latency_ms`.
-    static func check(_ messages: [KafkaMessage], workload: BenchmarkWorkload, into report: inout BenchmarkReport) {
+    /// Parses every result of a peak round (JSONScanner): each expected (request, token) exactly
+    /// once, delivered; collects `latency_ms`. What is wrong goes to `mismatches`, after `label`.
+    static func check(_ messages: [KafkaMessage], workload: BenchmarkWorkload, into round: inout BenchmarkReport.PeakRound,
+                      mismatches: inout [String], label: String) {
         var missing = workload.expectedKeys
         var latencies: [Double] = []
         latencies.reserveCapacity(messages.count)
-        report.results = messages.count
+        round.results = messages.count
         for message in messages {
             guard let document = try? JSONScanner.parse(message.value ?? []),
                   let requestID = document.root["request_id"]?.stringValue,
                   let token = document.root["token"]?.stringValue,
                   let outcome = document.root["outcome"]?.stringValue,
                   let latency = document.root["latency_ms"]?.numberText.flatMap(Double.init) else {
-                report.mismatches.append("an unreadable result")
+                mismatches.append("\(label): an unreadable result")
                 continue
             }
             latencies.append(latency)
             let key = DemoWorkload.outcomeKey(requestID: requestID, token: token)
             if outcome == PushOutcome.delivered.rawValue {
-                report.delivered += 1
+                round.delivered += 1
             } else {
-                report.mismatches.append("\(requestID): outcome \(outcome)")
+                mismatches.append("\(label): \(requestID): outcome \(outcome)")
             }
             if missing.remove(key) == nil {
-                report.mismatches.append("\(requestID): a duplicate or unexpected result")
+                mismatches.append("\(label): \(requestID): a duplicate or unexpected result")
             }
         }
         if !missing.isEmpty {
-            report.mismatches.append("\(missing.count) expected result(s) missing")
+            mismatches.append("\(label): \(missing.count) expected result(s) missing")
         }
         latencies.sort()
-        report.latencyP50 = percentile(latencies, 0.50)
-        report.latencyP99 = percentile(latencies, 0.99)
+        round.latencyP50 = percentile(latencies, 0.50)
+        round.latencyP99 = percentile(latencies, 0.99)
     }
 
     /// The time the bridge adds in the paced run: each result record's Kafka timestamp minus its

@@ -4,8 +4,9 @@ import JSON
 import Kafka
 import Observability
 
-/// Runs `apns-bridge bench`: the h2load reference against the simulator, then the bridge end to
-/// end (mock Kafka → bridge → simulator → mock Kafka) on the same simulator, timing each phase.
+/// Runs `apns-bridge bench`: rounds of the h2load reference against the simulator and the bridge
+/// end to end (mock Kafka → bridge → simulator → mock Kafka) on the same simulator right after,
+/// then a paced run, timing each phase.
 public enum BenchmarkRunner {
     /// The benchmark cannot run as asked.
     public struct SetupError: Error, CustomStringConvertible {
@@ -58,24 +59,6 @@ public enum BenchmarkRunner {
         // single fetches back for a delayed ACK (44 ms). Set before any client connects.
         environment.kafka.disableNagle()
 
-        if settings.runH2Load {
-            let count = min(settings.notifications, settings.h2loadNotificationCap)
-            progress("h2load: \(settings.h2loadRuns) × \(count) requests over \(settings.connections) connection(s), 100 streams each")
-            for _ in 0..<settings.h2loadRuns {
-                do {
-                    report.h2loadRuns.append(try H2LoadReference.run(environment: environment, notifications: count,
-                                                                     connections: settings.connections))
-                } catch {
-                    report.warnings.append("h2load reference not measured: \(error)")
-                    break
-                }
-            }
-            report.h2load = H2LoadResult.median(of: report.h2loadRuns)
-            for (index, run) in report.h2loadRuns.enumerated() where !run.isNearlyAll2xx {
-                report.warnings.append("h2load run \(index + 1): only \(run.status2xx) of \(run.total) answers were 2xx")
-            }
-        }
-
         let observer = try KafkaConsumer(
             bootstrapServers: environment.kafka.bootstrapServers,
             groupID: "bench-observer-\(UInt32.random(in: 0...UInt32.max))", topics: [environment.resultsTopic],
@@ -105,52 +88,24 @@ public enum BenchmarkRunner {
         produced += try warmUp(environment: environment, producer: pacedProducer, observer: observer, bridges: bridges,
                                settings: settings, report: &report, progress: progress)
 
-        // The peak run: the whole workload at once, as fast as the bridge takes it. The requests
-        // are produced while the instances are stopped (SIGSTOP), and the instances drain them
-        // as a backlog once continued: the bench's producer, and the mock broker taking its
-        // produce requests, stand for producers and brokers on other machines and would
-        // otherwise share this machine's cores with the bridge during the window.
-        let selfBefore = ProcessCPUTimes.sample()
-        let before = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
-        progress("peak run: producing \(workload.records.count) requests (\(workload.expectedResults) notifications)")
-        // The observer reads the results once the bridge has finished them, as in the paced run
-        // below: its fetches, and the mock broker serving them, would otherwise take CPU from the
-        // bridge on this machine. The window comes from the results' Kafka timestamps either way.
-        let observed = try observer.assignment()
-        try observer.pause(observed)
-        var phase = Timestamp.monotonicNanoseconds()
-        var continuedAtMilliseconds = Int64.max
-        for bridge in bridges { bridge.child.send(SIGSTOP) }
-        do {
-            defer {
-                continuedAtMilliseconds = Timestamp.nowMilliseconds()
-                for bridge in bridges { bridge.child.send(SIGCONT) }
-            }
-            try environment.produceRequests(workload.records)
+        // The peak rounds, each h2load's reference and then the bridge's peak run.
+        var h2loadFailed = !settings.runH2Load
+        for number in 1...settings.rounds {
+            let roundWorkload = number == 1 ? workload
+                : BenchmarkWorkload(requests: workload.records.count, tokensPerRequest: workload.tokensPerRequest,
+                                    seed: 7 + UInt64(number), idPrefix: "bench\(number)")
+            let round = try peakRound(number: number, workload: roundWorkload, h2load: !h2loadFailed,
+                                      environment: environment, observer: observer, bridges: bridges,
+                                      settings: settings, report: &report, progress: progress)
+            produced += roundWorkload.records.count
+            if round.h2load == nil { h2loadFailed = true }  // the later rounds skip it too
+            report.rounds.append(round)
         }
-        produced += workload.records.count
-        report.produceSeconds = seconds(since: phase)
-        waitUntilFinished(bridges, expected: workload.expectedResults, after: before.reduce(0) { $0 + $1.finished },
-                          idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
-        try observer.resume(observed)
-        let peak = collect(observer: observer, prefix: workload.idPrefix, expected: workload.expectedResults,
-                           bridges: bridges, idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
-        let after = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
-        report.benchmarkProcessCPUSeconds = ProcessCPUTimes.sample().processSeconds - selfBefore.processSeconds
-        report.windowSeconds = peak.windowSeconds
-        report.firstResultAfterProducedMilliseconds = peak.firstTimestamp == .max ? nil : peak.firstTimestamp - continuedAtMilliseconds
-        report.observedWindowSeconds = peak.observedWindowSeconds
-        report.instances = zip(before, after).map { before, after in
-            BenchmarkReport.Instance(notifications: after.finished - before.finished,
-                                     cpuSeconds: after.cpu.processSeconds - before.cpu.processSeconds,
-                                     threadCPU: after.cpu.threadGroups(since: before.cpu))
-        }
-        check(peak.messages, workload: workload, into: &report)
 
         if let pacedProducer {
             let paced = BenchmarkWorkload(requests: workload.records.count, tokensPerRequest: workload.tokensPerRequest,
                                           seed: 8, idPrefix: "paced")
-            let rate = settings.pacedRate ?? max(report.requestsPerSecond / 2, 1)
+            let rate = settings.pacedRate ?? max(report.requestsPerSecond / 2, 1)  // of the median round
             report.pacedRequestsPerSecond = rate
             progress("paced run: \(paced.records.count) requests at \(Int(rate)) requests/s")
             // The observer reads the results after the requests are produced, not meanwhile:
@@ -179,15 +134,16 @@ public enum BenchmarkRunner {
             usleep(100_000)
         }
         progress("stopping the bridge process(es)")
-        phase = Timestamp.monotonicNanoseconds()
+        let phase = Timestamp.monotonicNanoseconds()
         let peakMemory = bridges.map { $0.sample().maxResidentMegabytes }
         let exits = bridges.map { $0.stop() }
         report.stopSeconds = seconds(since: phase)
-        for (index, exit) in exits.enumerated() where index < report.instances.count {
-            report.instances[index].exitCode = exit.status
-            report.instances[index].maxResidentMegabytes = max(exit.maxResidentMegabytes, peakMemory[index])
-            report.instances[index].lifetimeCPUSeconds = exit.cpuSeconds
-            if exit.status != 0 { report.warnings.append("instance \(index + 1) exited \(exit.status): \(bridges[index].logTail)") }
+        report.instances = exits.enumerated().map { index, exit in
+            BenchmarkReport.Instance(exitCode: exit.status, maxResidentMegabytes: max(exit.maxResidentMegabytes, peakMemory[index]),
+                                     lifetimeCPUSeconds: exit.cpuSeconds)
+        }
+        for (index, exit) in exits.enumerated() where exit.status != 0 {
+            report.warnings.append("instance \(index + 1) exited \(exit.status): \(bridges[index].logTail)")
         }
         report.committedRecords = try environment.committedRequestCount(groupID: groupID)
         report.producedRecords = produced
@@ -228,7 +184,7 @@ public enum BenchmarkRunner {
     /// Waits until the instances together finished `expected` notifications more than `base`
     /// (their `apns_bridge_notifications_total`, read ten times a second), one of them ended, or
     /// the count did not grow for `idleTimeoutSeconds`.
-    private static func waitUntilFinished(_ bridges: [BridgeProcess], expected: Int, after base: Int,
+    static func waitUntilFinished(_ bridges: [BridgeProcess], expected: Int, after base: Int,
                                           idleTimeoutSeconds: Double, progress: @Sendable (String) -> Void) {
         var last = -1
         var lastGrowth = Timestamp.monotonicNanoseconds()

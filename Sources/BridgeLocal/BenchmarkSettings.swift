@@ -1,7 +1,7 @@
 import Bridge
 /// What `apns-bridge bench` runs: the workload's shape and the bridge's and simulator's settings.
 public struct BenchmarkSettings: Sendable, Equatable {
-    /// Request records to produce (for the peak run, and again for the paced run).
+    /// Request records to produce (for each peak round, and again for the paced run).
     public var requests: Int
     /// Distinct device tokens in each request (one notification and one result each).
     public var tokensPerRequest: Int
@@ -17,13 +17,14 @@ public struct BenchmarkSettings: Sendable, Equatable {
     public var simulatorLatencyMilliseconds: Int = 0
     /// The simulator's SETTINGS_MAX_CONCURRENT_STREAMS (streams per connection).
     public var simulatorStreams: Int = 1000
-    /// Whether to measure the simulator with h2load first.
+    /// Whether to measure the simulator with h2load in each round.
     public var runH2Load: Bool
     /// The most notifications the h2load reference sends.
     public var h2loadNotificationCap: Int
-    /// Back-to-back h2load runs; the reference is the one of median rate. On a shared 2-core
-    /// machine one run's rate moves by a quarter from one run to the next.
-    public var h2loadRuns: Int = 3
+    /// Peak rounds: each an h2load run (unless `runH2Load` is off), then the bridge's peak run.
+    /// The report gives the round of median share: on a shared 2-core machine one run's rate
+    /// moves by a quarter from one minute to the next, so each share is taken within a round.
+    public var rounds: Int = 3
     /// Give up when no result arrived for this long.
     public var idleTimeoutSeconds: Double
     /// Run the bridge with `kafka.exactly_once: true` (transactions) instead of at least once.

@@ -32,13 +32,6 @@ public struct H2LoadResult: Sendable, Equatable {
     public var isNearlyAll2xx: Bool {
         total > 0 && Double(status2xx) >= Double(total) * 0.999
     }
-
-    /// The run of median rate (of an even count, the faster of the middle two: the stricter
-    /// reference for the bridge); nil when empty.
-    public static func median(of runs: [H2LoadResult]) -> H2LoadResult? {
-        guard !runs.isEmpty else { return nil }
-        return runs.sorted { $0.requestsPerSecond < $1.requestsPerSecond }[runs.count / 2]
-    }
 }
 
 /// The reference ceiling: `h2load` (nghttp2-client) sending the benchmark's notification straight

@@ -12,23 +12,24 @@ enum BenchCommand {
     Usage: apns-bridge bench [--requests N] [--tokens-per-request K] [--instances I] [--rate R]
                              [--partitions P] [--connections C] [--max-in-flight M]
                              [--simulator-threads T] [--simulator-latency MS] [--simulator-streams S]
-                             [--exactly-once] [--skip-h2load] [--h2load-runs H] [--skip-paced]
+                             [--exactly-once] [--skip-h2load] [--rounds H] [--skip-paced]
                              [--consumer-property K=V …] [--wrapper 'COMMAND …'] [--json]
                              [--log-level LEVEL]
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
                              [--max-in-flight M] [--outage-seconds T]
 
     Starts librdkafka's mock Kafka cluster (with Nagle's algorithm off on its brokers' sockets, as
-    on Kafka's brokers; the mock leaves it on) and the APNs simulator on 127.0.0.1, measures the
-    simulator with h2load (C connections, 100 streams each, the same notification count capped at
-    200,000; H runs back to back, the run of median rate is the reference; its CPU time from
-    wait4), then starts I `apns-bridge run` processes in one consumer
-    group, warms them up, and runs:
-      peak run    N requests of K distinct valid tokens, produced at once while the bridge
-                  processes are stopped (SIGSTOP), then drained as a backlog; throughput over the
-                  window from the first result to the last, the bridge processes' CPU per
-                  notification next to h2load's CPU per request, per instance rate and CPU;
-      paced run   N more requests produced at R requests/s (default: half the peak just measured);
+    on Kafka's brokers; the mock leaves it on) and the APNs simulator on 127.0.0.1, starts I
+    `apns-bridge run` processes in one consumer group, warms them up, and runs:
+      H rounds    each, while the bridge processes are stopped (SIGSTOP), h2load against the
+                  simulator (C connections, 100 streams each, the same notification count capped
+                  at 200,000; its CPU time from wait4), then the peak run: N requests of K
+                  distinct valid tokens, produced at once while the bridge is still stopped and
+                  drained as a backlog once it continues; throughput over the window from the
+                  first result to the last, the bridge processes' CPU per notification next to
+                  h2load's CPU per request of the same round, per instance rate and CPU. The
+                  figures are the round's of median share of h2load (of median rate without it);
+      paced run   N more requests produced at R requests/s (default: half the median round's peak);
                   p50/p99 of the time the bridge adds (result record's Kafka timestamp minus the
                   request record's).
     Then SIGTERM (drain, commit) and a check of every result and committed offset. Exit 0 when
@@ -50,7 +51,7 @@ enum BenchCommand {
       --simulator-streams S    the simulator's SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
       --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
-      --h2load-runs H          h2load runs back to back, the median is the reference (default 3)
+      --rounds H               peak rounds, each h2load then the bridge (default 3; 1 for profiling)
       --skip-paced             do not run the paced run
       --consumer-property K=V  add a librdkafka property to the instances' kafka.consumer (repeatable;
                                the bench sets fetch.wait.max.ms=1: librdkafka's mock broker holds an
@@ -77,7 +78,7 @@ enum BenchCommand {
         let options = try CommandLineOptions(arguments, accepting: .init(
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
                      "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property", "wrapper",
-                     "simulator-latency", "simulator-streams", "h2load-runs"],
+                     "simulator-latency", "simulator-streams", "rounds"],
             flags: ["help", "skip-h2load", "memory", "exactly-once", "skip-paced", "json"]
         ))
         if options.flag("help") {
@@ -118,7 +119,7 @@ enum BenchCommand {
         }
         settings.simulatorLatencyMilliseconds = try options.integer("simulator-latency", default: 0, in: 0...10_000)
         settings.simulatorStreams = try options.integer("simulator-streams", default: 1000, in: 1...100_000)
-        settings.h2loadRuns = try options.integer("h2load-runs", default: 3, in: 1...9)
+        settings.rounds = try options.integer("rounds", default: 3, in: 1...9)
         settings.wrapper = (options.value("wrapper") ?? "").split(separator: " ").map(String.init)
         for property in options.values("consumer-property") {
             let parts = property.split(separator: "=", maxSplits: 1).map(String.init)

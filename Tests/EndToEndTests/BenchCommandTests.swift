@@ -24,6 +24,10 @@ struct BenchCommandTests {
         #expect(json["committed_offsets"] as? Int == produced)
         #expect(json["bridge_exit_codes"] as? [Int] == [0])
         #expect(json["h2load_requests"] is NSNull)
+        // Three peak rounds by default, each checked: their rates are all given.
+        #expect(json["rounds"] as? Int == 3)
+        #expect((json["rounds_notifications_per_second"] as? [Double])?.count == 3)
+        #expect(produced >= 4 * 1_000)
         // The peak's requests were produced while the bridge was stopped: it drained a backlog.
         #expect((json["first_result_ms_after_produced"] as? Int).map { $0 >= 0 } == true)
         // The bridge's CPU comes from its own process, which did the work.
@@ -114,18 +118,27 @@ struct BenchCommandTests {
             return
         }
         let (status, output, errorOutput) = try BridgeBinary.run([
-            "bench", "--requests", "50", "--tokens-per-request", "2", "--connections", "2", "--h2load-runs", "3",
+            "bench", "--requests", "50", "--tokens-per-request", "2", "--connections", "2", "--rounds", "3",
         ])
         #expect(status == 0, "\(output)\n\(errorOutput)")
         let json = try Self.finalJSON(output)
-        // Three runs back to back; the reference is the one of median rate.
-        let rates = json["h2load_runs_requests_per_second"] as? [Double] ?? []
-        #expect(rates.count == 3)
-        #expect((json["h2load_requests_per_second"] as? Double).map { rates.sorted()[1] == $0 } == true)
+        // Three rounds, each with its own h2load run and its own share of it.
+        let rates = json["rounds_h2load_requests_per_second"] as? [Double] ?? []
+        let shares = json["rounds_share_of_h2load"] as? [Double] ?? []
+        #expect(json["rounds"] as? Int == 3 && rates.count == 3 && shares.count == 3)
+        #expect((json["rounds_notifications_per_second"] as? [Double])?.count == 3)
+        // The figures given are the round's of median share, its h2load run included.
+        let median = try #require(json["median_round"] as? Int)
+        #expect(json["share_of_h2load"] as? Double == shares.sorted()[1])
+        #expect(json["share_of_h2load"] as? Double == shares[median - 1])
+        #expect(json["h2load_requests_per_second"] as? Double == rates[median - 1])
         #expect(json["h2load_requests"] as? Int == 100)
         #expect(json["h2load_2xx"] as? Int == 100)
         // h2load's own CPU time (wait4) for those 100 requests.
         #expect((json["h2load_cpu_us_per_request"] as? Double ?? 0) > 0)
+        // Every round's results checked: three peak runs and the paced run, each of 100.
+        #expect(json["complete"] as? Bool == true)
+        #expect((json["produced_records"] as? Int ?? 0) >= 4 * 50)
         #expect(!output.contains("bearer"))
     }
 
@@ -134,7 +147,8 @@ struct BenchCommandTests {
         #expect(try BridgeBinary.run(["bench", "--connections", "many"]).status == 2)
         #expect(try BridgeBinary.run(["bench", "--rate", "0"]).status == 2)
         #expect(try BridgeBinary.run(["bench", "--instances", "0"]).status == 2)
-        #expect(try BridgeBinary.run(["bench", "--h2load-runs", "0"]).status == 2)
+        #expect(try BridgeBinary.run(["bench", "--rounds", "0"]).status == 2)
+        #expect(try BridgeBinary.run(["bench", "--rounds", "10"]).status == 2)
         #expect(try BridgeBinary.run(["bench", "--requests", "1000000", "--tokens-per-request", "100"]).status == 2)
         let (status, output, _) = try BridgeBinary.run(["bench", "--help"])
         #expect(status == 0)
@@ -157,18 +171,33 @@ struct BenchCommandTests {
         #expect(H2LoadReference.parse("finished in 1.5s, 10 req/s, 1KB/s\n") == nil)
     }
 
-    @Test func theH2LoadReferenceIsTheRunOfMedianRate() throws {
-        func run(_ rate: Int) throws -> H2LoadResult {
-            let summary = "finished in 1.00s, \(rate) req/s, 1.00MB/s\n"
-                + "requests: 10 total, 10 started, 10 done, 10 succeeded, 0 failed, 0 errored, 0 timeout\n"
-                + "status codes: 10 2xx, 0 3xx, 0 4xx, 0 5xx\n"
-            return try #require(H2LoadReference.parse(summary))
+    @Test func theReportGivesTheRoundOfMedianShare() throws {
+        func round(bridge: Int, h2load: Int?) throws -> BenchmarkReport.PeakRound {
+            var round = BenchmarkReport.PeakRound()
+            round.results = bridge
+            round.windowSeconds = 1
+            if let h2load {
+                let summary = "finished in 1.00s, \(h2load) req/s, 1.00MB/s\n"
+                    + "requests: 10 total, 10 started, 10 done, 10 succeeded, 0 failed, 0 errored, 0 timeout\n"
+                    + "status codes: 10 2xx, 0 3xx, 0 4xx, 0 5xx\n"
+                let parsed = try #require(H2LoadReference.parse(summary))
+                round.h2load = parsed
+            }
+            return round
         }
-        #expect(H2LoadResult.median(of: []) == nil)
-        #expect(H2LoadResult.median(of: [try run(5)])?.requestsPerSecond == 5)
-        #expect(H2LoadResult.median(of: [try run(175), try run(105), try run(133)])?.requestsPerSecond == 133)
-        // Of an even count, the faster of the middle two (the stricter reference).
-        #expect(H2LoadResult.median(of: [try run(4), try run(1), try run(3), try run(2)])?.requestsPerSecond == 3)
+        var report = BenchmarkReport(settings: BenchmarkSettings(executable: "/bin/true"))
+        #expect(report.medianRoundIndex == nil)
+        // Shares 0.5, 0.9, 0.7: the last round, though neither its bridge rate nor h2load's is the median.
+        report.rounds = [try round(bridge: 50, h2load: 100), try round(bridge: 90, h2load: 100), try round(bridge: 140, h2load: 200)]
+        #expect(report.medianRoundIndex == 2)
+        #expect(report.peak.shareOfH2Load == 0.7)
+        #expect(report.requestsPerSecond == 140)
+        // Of an even count, the lower of the middle two (the stricter for the bridge).
+        report.rounds.append(try round(bridge: 80, h2load: 100))
+        #expect(report.medianRoundIndex == 2)
+        // Without h2load in every round: the round of median bridge rate.
+        report.rounds = [try round(bridge: 30, h2load: nil), try round(bridge: 10, h2load: 100), try round(bridge: 20, h2load: nil)]
+        #expect(report.medianRoundIndex == 2)
     }
 
     @Test func instancesFetchWithoutTheMockBrokersLongWaitUnlessTold() {
