@@ -100,6 +100,8 @@ public enum BenchmarkRunner {
             produced += roundWorkload.records.count
             if round.h2load == nil { h2loadFailed = true }  // the later rounds skip it too
             report.rounds.append(round)
+            // An instance that ended leaves the run incomplete: no need to wait through more rounds.
+            guard bridges.allSatisfy({ $0.child.isRunning }) else { break }
         }
 
         if let pacedProducer {
