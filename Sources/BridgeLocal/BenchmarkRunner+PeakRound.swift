@@ -12,7 +12,7 @@ extension BenchmarkRunner {
     /// - Returns: the round's figures; what its results lack goes to `report.mismatches`.
     static func peakRound(number: Int, workload: BenchmarkWorkload, h2load: Bool, environment: LocalEnvironment,
                           observer: KafkaConsumer, bridges: [BridgeProcess], settings: BenchmarkSettings,
-                          report: inout BenchmarkReport, progress: @escaping @Sendable (String) -> Void) throws -> BenchmarkReport.PeakRound {
+                          report: inout BenchmarkReport, progress: @Sendable (String) -> Void) throws -> BenchmarkReport.PeakRound {
         var round = BenchmarkReport.PeakRound()
         // Read before the instances stop: their counts come from their own `/metrics`.
         let before = bridges.map { (cpu: $0.sample(), finished: $0.finishedNotifications() ?? 0) }
@@ -21,7 +21,7 @@ extension BenchmarkRunner {
         // bridge on this machine. The window comes from the results' Kafka timestamps either way.
         let observed = try observer.assignment()
         try observer.pause(observed)
-        var selfBefore = ProcessCPUTimes.sample()
+        let selfBefore: ProcessCPUTimes  // after h2load: the simulator served it in this process
         var continuedAtMilliseconds = Int64.max
         for bridge in bridges { bridge.child.send(SIGSTOP) }
         do {
