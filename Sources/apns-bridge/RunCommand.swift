@@ -29,6 +29,8 @@ enum RunCommand {
         // stops the process before it could join the consumer group.
         let (statusServer, pipeline) = try { () throws -> (BridgeStatusServer, BridgePipeline) in
             let loaded = try CommandLineInterface.loadConfiguration(options)
+            // A misspelt or refused librdkafka property is named by its key, as `check` names it.
+            try ConfigurationCheck.validateKafkaProperties(loaded)
             let server = try BridgeStatusServer(host: loaded.http.host, port: loaded.http.port)
             do {
                 return (server, try BridgePipeline(configuration: loaded))

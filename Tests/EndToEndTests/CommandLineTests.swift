@@ -104,7 +104,7 @@ struct CommandLineTests {
     }
 
     @Test func checkHasLibrdkafkaValidateEveryPassedThroughPropertyWithoutConnecting() throws {
-        func check(_ kafkaExtra: String) throws -> (Int32, String) {
+        func check(_ kafkaExtra: String, command: String = "check") throws -> (Int32, String) {
             let configFile = try TemporaryFile(contents: """
             kafka:
               brokers: 127.0.0.1:9
@@ -112,12 +112,16 @@ struct CommandLineTests {
             apps:
               - {name: chat, bundle_id: com.example.chat, auth: {type: token, key_file: /nonexistent/k.p8, key_id: ABC123DEFG, team_id: TEAM123456}}
             """)
-            let (status, _, errorOutput) = try BridgeBinary.run(["check", "--config", configFile.path])
+            let (status, _, errorOutput) = try BridgeBinary.run([command, "--config", configFile.path])
             return (status, errorOutput)
         }
         let misspelt = try check("  producer: {linger.msec: 5}")
         #expect(misspelt.0 == 2)
         #expect(misspelt.1.contains("kafka.producer.linger.msec"))
+        // `run` names the key as `check` does, before it opens anything.
+        let misspeltAtRun = try check("  producer: {linger.msec: 5}", command: "run")
+        #expect(misspeltAtRun.0 == 2)
+        #expect(misspeltAtRun.1.contains("kafka.producer.linger.msec"))
         let badValue = try check("  consumer: {session.timeout.ms: s3cret}")
         #expect(badValue.0 == 2)
         #expect(badValue.1.contains("kafka.consumer.session.timeout.ms"))

@@ -61,15 +61,20 @@ extension BridgeConfiguration {
             "brokers", "group_id", "topics", "results_topic", "invalid_tokens_topic", "dead_letter_topic",
             "exactly_once", "consumer", "producer",
         ])
-        var kafka = KafkaSettings(brokers: try section.required("brokers").stringList().joined(separator: ","))
+        let brokersNode = try section.required("brokers")
+        let brokers = try brokersNode.stringList()
+        if brokers.isEmpty { throw brokersNode.error("at least one broker is required") }
+        var kafka = KafkaSettings(brokers: brokers.joined(separator: ","))
         if let value = section.optional("group_id") { kafka.groupID = try value.string() }
-        if let value = section.optional("topics") {
-            kafka.topics = try value.stringList()
-            if kafka.topics.isEmpty { throw value.error("at least one topic is required") }
+        if let value = section.optional("results_topic") { kafka.resultsTopic = try value.topicName() }
+        if let value = section.optional("invalid_tokens_topic") { kafka.invalidTokensTopic = try value.topicName() }
+        if let value = section.optional("dead_letter_topic") { kafka.deadLetterTopic = try value.topicName() }
+        let topicsNode = section.optional("topics")
+        if let topicsNode {
+            kafka.topics = try topicsNode.topicNames()
+            if kafka.topics.isEmpty { throw topicsNode.error("at least one topic is required") }
         }
-        if let value = section.optional("results_topic") { kafka.resultsTopic = try value.string() }
-        if let value = section.optional("invalid_tokens_topic") { kafka.invalidTokensTopic = try value.string() }
-        if let value = section.optional("dead_letter_topic") { kafka.deadLetterTopic = try value.string() }
+        try refuseOutputsAmongInputs(kafka, topicsGiven: topicsNode != nil)
         if let value = section.optional("exactly_once") { kafka.exactlyOnce = try value.bool() }
         if let value = section.optional("consumer") {
             kafka.consumer = try value.stringMap()
@@ -80,6 +85,18 @@ extension BridgeConfiguration {
             try refuseReserved(kafka.producer, role: .producer, keyPath: "kafka.producer")
         }
         return kafka
+    }
+
+    /// A request topic that is also an output would read the bridge's own records back: every
+    /// dead letter is an unusable request and makes another, without end.
+    static func refuseOutputsAmongInputs(_ kafka: KafkaSettings, topicsGiven: Bool) throws(ConfigurationError) {
+        let outputs = [("results_topic", kafka.resultsTopic), ("invalid_tokens_topic", kafka.invalidTokensTopic),
+                       ("dead_letter_topic", kafka.deadLetterTopic)]
+        for (index, topic) in kafka.topics.enumerated() {
+            guard let (key, _) = outputs.first(where: { $0.1 == topic }) else { continue }
+            throw ConfigurationError(keyPath: topicsGiven ? "kafka.topics[\(index)]" : "kafka.\(key)",
+                                     message: "\"\(topic)\" is both a request topic and kafka.\(key): the bridge would read its own records back")
+        }
     }
 
     /// A librdkafka property that carries a delivery guarantee (contract §6) is set by the
@@ -114,6 +131,10 @@ extension BridgeConfiguration {
                 if apns.retry.maxBackoff < apns.retry.initialBackoff {
                     throw value.error("must not be shorter than apns.retry.initial_backoff")
                 }
+            } else {
+                // Left at its default, it is raised to a longer initial_backoff (as the backoff
+                // itself does), so the effective configuration shows what is used.
+                apns.retry.maxBackoff = max(apns.retry.maxBackoff, apns.retry.initialBackoff)
             }
         }
         return apns

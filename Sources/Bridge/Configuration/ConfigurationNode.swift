@@ -103,28 +103,55 @@ struct ConfigurationNode {
 
     /// A list of non-empty strings (a single string counts as a list of one).
     func stringList() throws(ConfigurationError) -> [String] {
+        try list(of: "strings") { item throws(ConfigurationError) in try item.string() }
+    }
+
+    /// A list whose items `read` takes (a single scalar counts as a list of one).
+    private func list(of items: String, _ read: (ConfigurationNode) throws(ConfigurationError) -> String) throws(ConfigurationError) -> [String] {
         switch node {
         case .scalar:
-            return [try string()]
-        case .sequence(let items, _):
+            return [try read(self)]
+        case .sequence(let elements, _):
             var result: [String] = []
-            for (index, item) in items.enumerated() {
-                result.append(try child(item, path: "\(path)[\(index)]").string())
+            for (index, element) in elements.enumerated() {
+                result.append(try read(child(element, path: "\(path)[\(index)]")))
             }
             return result
         case .mapping:
-            throw error("expected a list of strings, \(got())")
+            throw error("expected a list of \(items), \(got())")
         }
     }
 
+    /// A Kafka topic name: 1 to 249 of `A-Z a-z 0-9 . _ -`. librdkafka would take a name
+    /// starting with `^` as a pattern and subscribe to every matching topic, the bridge's own
+    /// outputs included; the bridge reads named topics only.
+    func topicName() throws(ConfigurationError) -> String {
+        let text = try string()
+        let allowed = text.utf8.allSatisfy { byte in
+            EnvironmentExpansion.isLetter(byte) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: ".")
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+        guard allowed, text.utf8.count <= 249, text != ".", text != ".." else {
+            throw error("expected a topic name (at most 249 of A-Z a-z 0-9 . _ -; no patterns), \(got(text))")
+        }
+        return text
+    }
+
+    /// A list of topic names (a single name counts as a list of one).
+    func topicNames() throws(ConfigurationError) -> [String] {
+        try list(of: "topic names") { item throws(ConfigurationError) in try item.topicName() }
+    }
+
     /// A mapping of string keys to scalar values (strings, numbers, booleans), all kept as text.
+    /// Values under names that hold a secret (``BridgeConfiguration/isSecretKafkaProperty(_:)``)
+    /// are never echoed in errors.
     func stringMap() throws(ConfigurationError) -> [String: String] {
         if node.isNull { return [:] }
         guard case .mapping(let entries, _) = node else { throw error("expected a mapping, \(got())") }
         var result: [String: String] = [:]
         for entry in entries {
             let key = entry.key.scalarValue ?? ""
-            let value = child(entry.value, path: "\(path).\(key)")
+            let value = child(entry.value, path: "\(path).\(key)", isSecret: BridgeConfiguration.isSecretKafkaProperty(key))
             guard case .scalar = entry.value, !entry.value.isNull else {
                 throw value.error("expected a string, number or boolean, \(value.got())")
             }

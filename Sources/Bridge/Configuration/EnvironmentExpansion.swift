@@ -3,6 +3,9 @@
 /// `${VAR}` must be set (an unset variable is an error naming the key and the variable);
 /// `${VAR:-default}` uses `default` when VAR is unset or empty, as the shell does. A `$` not
 /// followed by `{` is kept as is. Variable names are `[A-Za-z_][A-Za-z0-9_]*`.
+///
+/// The errors of a secret value (a passphrase, a librdkafka password) name the key only: the
+/// text between `${` and `}` is part of the secret when the reference is mistyped.
 enum EnvironmentExpansion {
     static func expand(_ text: String, environment: [String: String], at node: ConfigurationNode) throws(ConfigurationError) -> String {
         guard text.contains("${") else { return text }
@@ -25,7 +28,8 @@ enum EnvironmentExpansion {
                 fallback = nil
             }
             guard isValidName(name) else {
-                throw node.error("invalid environment variable name \"\(name)\" in ${…}")
+                throw node.error(node.isSecret ? "invalid ${…} reference in a secret value"
+                                               : "invalid environment variable name \"\(name)\" in ${…}")
             }
             let value = environment[String(name)]
             if let fallback {
@@ -33,7 +37,8 @@ enum EnvironmentExpansion {
             } else if let value {
                 output += value
             } else {
-                throw node.error("environment variable \(name) is not set")
+                throw node.error(node.isSecret ? "a ${…} reference in a secret value names an environment variable that is not set"
+                                               : "environment variable \(name) is not set")
             }
             rest = afterOpen[afterOpen.index(after: close)...]
         }
