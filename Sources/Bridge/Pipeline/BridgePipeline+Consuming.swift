@@ -308,11 +308,22 @@ extension BridgePipeline {
         }
     }
 
-    /// Stops fetching, waits (bounded by `shutdown_timeout`) for in-flight work, flushes the
-    /// producer and commits. Notifications APNs has not answered by then are abandoned, not
-    /// failed: their input offsets stay uncommitted, so a restart sends them again.
+    /// The part of `shutdown_timeout` kept after the drain for flushing the producer and the
+    /// final commit: a tenth, at least 1 s, at most a quarter. Without it a drain that waits for
+    /// APNs to the end would leave the last answers' results 100 ms to be acknowledged, and the
+    /// process would exit after `shutdown_timeout`.
+    static func closingReserveNanoseconds(of timeout: UInt64) -> UInt64 {
+        min(timeout / 4, max(1_000_000_000, timeout / 10))
+    }
+
+    /// Stops fetching, waits (bounded by `shutdown_timeout`, less the closing reserve) for
+    /// in-flight work, flushes the producer and commits. Notifications APNs has not answered by
+    /// then are abandoned, not failed: their input offsets stay uncommitted, so a restart sends
+    /// them again.
     private func drainAndClose() -> Int32 {
-        let deadline = Timestamp.monotonicNanoseconds() + configuration.shutdownTimeout.totalNanoseconds
+        let timeout = configuration.shutdownTimeout.totalNanoseconds
+        let deadline = Timestamp.monotonicNanoseconds() + timeout
+        let drainDeadline = deadline - Self.closingReserveNanoseconds(of: timeout)
         func millisecondsLeft() -> Int {
             let now = Timestamp.monotonicNanoseconds()
             return max(100, deadline > now ? Int((deadline - now) / 1_000_000) : 0)
@@ -321,7 +332,7 @@ extension BridgePipeline {
             try? consumer.pause(assignment)
         }
         logger.info("draining", metadata: ["bridge.in_flight": "\(inFlight)"])
-        while inFlight > 0, Timestamp.monotonicNanoseconds() < deadline, fatalReason == nil {
+        while inFlight > 0, Timestamp.monotonicNanoseconds() < drainDeadline, fatalReason == nil {
             // Keep serving the group (and rebalance callbacks) while answers come in; records
             // of newly assigned partitions are left unprocessed and uncommitted.
             lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
