@@ -169,8 +169,10 @@ struct APNsDeliveryStateMachine {
         }
         let dueAt = now.nanoseconds + delay
         // Never past the notification's expiration: if the retry would come after it, stop now.
+        // Compared in whole seconds (the same test as in milliseconds, for times after 1970):
+        // any non-negative Int64 is a valid expiration, and `expiration * 1000` would overflow.
         if let expiration = entry.pending.notification.expiration, expiration > 0,
-           now.unixMilliseconds + delay / 1_000_000 >= expiration * 1000 {
+           (now.unixMilliseconds + delay / 1_000_000) / 1000 >= expiration {
             return .finish(entry.resultWithoutAnotherAttempt)
         }
         retries.insert(entry, dueAt: dueAt)

@@ -119,6 +119,18 @@ import Testing
         #expect(response.status == 503 && result!.attempts == causes.count + 1)
     }
 
+    /// Any non-negative Int64 is a valid `expiration` (contract §2); the deadline arithmetic of
+    /// a retry must not overflow on the largest.
+    @Test func theLargestExpirationIsRetriedLikeNone() {
+        for expiration in [Int64.max, Int64.max / 1000 + 1, 9_300_000_000_000_000] {
+            var delivery = machine(maxAttempts: 3)
+            delivery.enqueue([pendingNotification(tag: 1, expiration: expiration)], now: 0)
+            let (result, causes, _) = runUntilFinished(&delivery) { _ in Self.unavailable }
+            #expect(causes.count == 2, "expiration \(expiration)")
+            #expect(result?.attempts == 3, "expiration \(expiration)")
+        }
+    }
+
     @Test func notProcessedStreamsAreResentWithoutCountingButNeverInATightLoop() {
         var delivery = machine()
         delivery.enqueue([pendingNotification(tag: 1)], now: 0)
