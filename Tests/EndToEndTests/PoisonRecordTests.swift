@@ -67,6 +67,10 @@ struct PoisonRecordTests {
                    expected: .deadLetter(code: "too_many_tokens", truncated: true)),
             Record(value: Array(#"{"id":"\#(String(repeating: "i", count: 300))","token":"\#(token(15))","payload":{}}"#.utf8),
                    expected: .deadLetter(code: "invalid_request")),
+            // A 300 KB token string: an `invalid` result, with the string cut (echoed whole, its
+            // invalid-token record, key and value, would pass the producer's limit).
+            Record(value: Array(#"{"id":"long-token","token":"\#(String(repeating: "x", count: 300_000))","payload":{}}"#.utf8),
+                   expected: .results(count: 1, latencyIsNull: false)),
         ]
         // Ordinary requests after them: all delivered.
         for index in 100..<120 {
@@ -142,6 +146,16 @@ struct PoisonRecordTests {
                 }
             }
         }
+        let longToken = try #require(results.first { $0.header("request-id") == Array("long-token".utf8) })
+        let longTokenResult = Self.parsed(longToken)
+        #expect(longTokenResult["outcome"] as? String == "invalid")
+        let echoedToken = String(repeating: "x", count: InvalidTokenEcho.maximumBytes) + "…"
+        let echoedInResult = longTokenResult["token"] as? String
+        #expect(echoedInResult == echoedToken, "the result echoes \(echoedInResult?.utf8.count ?? 0) bytes")
+        let invalidTokens = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.invalidTokensTopic,
+            expectedCount: 1, timeoutMilliseconds: 30_000, settleMilliseconds: 500)
+        #expect(invalidTokens.map(\.key) == [Array(echoedToken.utf8)], "\(invalidTokens.map { $0.key?.count ?? 0 }) bytes")
         // The request-id header is the bridge's, whatever the input carried.
         let binary = try #require(results.first { $0.header("request-id") == Array("req-5".utf8) })
         #expect(binary.key == Array("req-5".utf8))

@@ -119,7 +119,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
         if !request.invalidTokens.isEmpty {
             let now = Timestamp.nowMilliseconds()
             for token in request.invalidTokens {
-                publishLocal(token: token, outcome: .invalid, reason: "BadDeviceToken", request: request, context: context, now: now)
+                publishLocal(token: InvalidTokenEcho.echoed(token), outcome: .invalid, reason: "BadDeviceToken",
+                             request: request, context: context, now: now)
             }
         }
         guard !request.validTokens.isEmpty else { return }
