@@ -24,8 +24,9 @@ struct APNsConnectionStateMachine {
         case connecting(since: Int64)
         /// Taking streams since `since`.
         case ready(since: Int64)
-        /// GOAWAY received: its open streams finish, no new ones start.
-        case draining(since: Int64)
+        /// GOAWAY received: its open streams finish, no new ones start. `readySince` is when it
+        /// became ready (how long it served decides whether its close counts as a failure).
+        case draining(readySince: Int64)
         /// The pool asked it to close; waiting for the connection to report it closed.
         case closing(APNsConnectionCloseReason, readySince: Int64?)
         /// Waiting until `until` before connecting again.
@@ -118,7 +119,7 @@ struct APNsConnectionStateMachine {
 
     /// The server sent GOAWAY: no new streams; the pool closes it once its streams are done.
     mutating func goAwayReceived(now: Int64) {
-        if case .ready = state { state = .draining(since: now) }
+        if case .ready(let since) = state { state = .draining(readySince: since) }
     }
 
     /// A draining connection finished its last stream, or a ready one ran out of stream ids.
@@ -138,8 +139,8 @@ struct APNsConnectionStateMachine {
         switch state {
         case .ready(let since):
             state = .closing(reason, readySince: since)
-        case .draining(let since):
-            state = .closing(reason, readySince: since)
+        case .draining(let readySince):
+            state = .closing(reason, readySince: readySince)
         case .connecting:
             state = .closing(reason, readySince: nil)
         case .closing, .closed, .backingOff:
@@ -184,10 +185,14 @@ struct APNsConnectionStateMachine {
             return reason
         }
         let wasStable = readySince.map { now - $0 >= configuration.stableAfterNanoseconds } ?? false
-        if wasStable || !reason.isFailure {
+        // A GOAWAY is graceful from a connection that served for a while. Soon after connecting
+        // it is a server turning connections away (or one lost while draining), and reconnecting
+        // must back off as after any failure: never a tight loop of handshakes.
+        let isFailure = reason.isFailure || (reason == .goAway && !wasStable)
+        if wasStable || !isFailure {
             consecutiveFailures = 0
         }
-        if reason.isFailure {
+        if isFailure {
             consecutiveFailures += 1
         }
         let delay = configuration.reconnect.equalJitterNanoseconds(attempt: max(1, consecutiveFailures), jitter: jitter)

@@ -50,11 +50,37 @@ import Testing
         #expect(connection.nextDeadline == 130 * second + 50 * millisecond)
         _ = connection.tick(now: connection.nextDeadline!)
         connection.becameReady(now: 131 * second)
-        connection.goAwayReceived(now: 132 * second)
+        // A GOAWAY after a connection served for a while is graceful: no failure.
+        connection.goAwayReceived(now: 150 * second)
         #expect(!connection.acceptsStreams && connection.stateName == .draining)
         #expect(connection.noStreamsLeft(canStartStreams: false) == .close(.goAway))
-        #expect(connection.closed(now: 133 * second, lostReason: "") == .goAway)
+        #expect(connection.closed(now: 151 * second, lostReason: "") == .goAway)
         #expect(connection.consecutiveFailures == 0)
+        #expect(connection.nextDeadline == 151 * second + 50 * millisecond)
+    }
+
+    /// A server that sends GOAWAY on every new connection (maintenance, a draining load
+    /// balancer) gets reconnects with a growing backoff, not 10–20 handshakes a second.
+    @Test func aGoAwaySoonAfterConnectingBacksOffLikeAFailure() throws {
+        var connection = machine(jitter: fixedJitter(0))
+        var now: Int64 = 0
+        _ = connection.start(now: now)
+        var delays: [Int64] = []
+        for _ in 0..<12 {
+            connection.becameReady(now: now + 5 * millisecond)
+            connection.goAwayReceived(now: now + 6 * millisecond)
+            #expect(connection.noStreamsLeft(canStartStreams: false) == .close(.goAway))
+            now += 7 * millisecond
+            #expect(connection.closed(now: now, lostReason: "") == .goAway)
+            let until = try #require(connection.nextDeadline)
+            delays.append(until - now)
+            now = until
+            #expect(connection.tick(now: now) == .connect)
+        }
+        #expect(connection.consecutiveFailures == 12)
+        for (index, delay) in delays.enumerated() {
+            #expect(delay == min(100 * millisecond << index, 30 * second) / 2, "delay \(index)")
+        }
     }
 
     @Test func pingAfterIdleIntervalAndReplacementWhenNotAcknowledged() {
