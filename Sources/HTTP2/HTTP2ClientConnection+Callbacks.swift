@@ -48,11 +48,14 @@ func clientOnStreamClose(_ session: OpaquePointer?, _ streamID: Int32, _ errorCo
     return 0
 }
 
-/// Called when nghttp2 detects a protocol violation by the peer (it then resets the stream or
-/// terminates the session): remembered as the close reason.
+/// Called when nghttp2 detects a protocol violation by the peer: remembered as the close reason
+/// when it ends the session. A response's header field nghttp2 ignores or that resets only its
+/// stream (`NGHTTP2_ERR_HTTP_HEADER`, `NGHTTP2_ERR_HTTP_MESSAGING`) leaves the connection as it
+/// was, and is not kept: the stream's own failure says what happened to it.
 func clientOnError(_ session: OpaquePointer?, _ libraryErrorCode: Int32, _ message: UnsafePointer<CChar>?,
                    _ length: Int, _ userData: UnsafeMutableRawPointer?) -> Int32 {
-    guard let message else { return 0 }
+    guard let message, libraryErrorCode != NGHTTP2_ERR_HTTP_HEADER.rawValue,
+          libraryErrorCode != NGHTTP2_ERR_HTTP_MESSAGING.rawValue else { return 0 }
     let text = UnsafeRawBufferPointer(start: message, count: length)
     clientConnection(userData).lastProtocolError = String(decoding: text, as: UTF8.self)
     return 0
@@ -153,8 +156,9 @@ extension HTTP2ClientConnection {
         }
         dataBytesRefilled += increment
         let discarded = dataBytesRefilled - dataBytesKept
-        guard discarded > Self.maxDiscardedDataBytes, lastProtocolError == nil, let session else { return }
-        lastProtocolError = "the server sent \(discarded) bytes of DATA no open stream keeps"
+        guard discarded > Self.maxDiscardedDataBytes, !discardCapReached, let session else { return }
+        discardCapReached = true
+        lastProtocolError = lastProtocolError ?? "the server sent \(discarded) bytes of DATA no open stream keeps"
         _ = nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
     }
 

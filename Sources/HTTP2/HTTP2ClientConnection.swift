@@ -79,6 +79,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?
+    /// Whether the connection was ended for reading more than `maxDiscardedDataBytes` for nothing.
+    var discardCapReached = false
     /// DATA bytes read and given back to the peer (connection WINDOW_UPDATEs after the first,
     /// which only raises the window), and those of them kept in response bodies: the difference
     /// is what was read for nothing (DATA past a body's cap, or on streams already reset).

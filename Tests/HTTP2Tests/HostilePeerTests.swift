@@ -113,8 +113,11 @@ struct HostilePeerTests {
 }
 
 extension HostilePeerTests {
-    @Test func aPeerIgnoringResetsIsCutOffAfterTheConnectionsDiscardCap() async throws {
-        let fixture = try Fixture(.endlessData(status: 200, ignoringResets: true))
+    /// Also when an answer held a field nghttp2 ignored (and reported): that report is no
+    /// protocol error of the connection and must not turn the cap off.
+    @Test(arguments: [false, true])
+    func aPeerIgnoringResetsIsCutOffAfterTheConnectionsDiscardCap(invalidHeaderName: Bool) async throws {
+        let fixture = try Fixture(.endlessData(status: 200, ignoringResets: true, invalidHeaderName: invalidHeaderName))
         defer { fixture.tearDown() }
         #expect(try await fixture.client.connect())
         await fixture.submit(1...2)

@@ -21,8 +21,10 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         case invalidHPACK(InvalidHeaderBlock)
         /// Answers `:status` without END_STREAM, then sends DATA for the stream for as long as
         /// flow control allows (it honours WINDOW_UPDATE), until the client resets the stream;
-        /// `ignoringResets`: goes on after the reset, held back by the connection's window only.
-        case endlessData(status: Int, ignoringResets: Bool = false)
+        /// `ignoringResets`: goes on after the reset, held back by the connection's window only;
+        /// `invalidHeaderName`: the answer also holds a field named `bad name`, which nghttp2
+        /// ignores (reporting it to the error callback).
+        case endlessData(status: Int, ignoringResets: Bool = false, invalidHeaderName: Bool = false)
         /// Resets the stream with the next of `codes` (in turn, per request), then sends
         /// `closedStreamFlood` more RST_STREAM frames for streams of this connection already closed.
         case resetStreams(codes: [UInt32], closedStreamFlood: Int)

@@ -141,7 +141,7 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             send(frame(.windowUpdate, flags: 0, stream: 0, payload: increment))
         case .rstStream where payload.count == 4:
             let code = payload.bigEndianUInt32(at: 0)
-            if case .endlessData(_, ignoringResets: true) = peer.behaviour,
+            if case .endlessData(_, ignoringResets: true, _) = peer.behaviour,
                let index = streaming.firstIndex(where: { $0.stream == stream }) {
                 streaming[index].window = .max  // the client will never grant it more: ignore that too
             } else {
@@ -198,8 +198,10 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             // Then only listen: anything sent after the client has closed would make its kernel
             // answer with a TCP reset, which can discard its GOAWAY before this thread reads it.
             quiet = true
-        case .endlessData(let status, _):
-            send(frame(.headers, flags: Self.flagEndHeaders, stream: stream, payload: Self.statusBlock(status)))
+        case .endlessData(let status, _, let invalidHeaderName):
+            // A literal field without indexing, new name: `bad name: x`.
+            let invalidField: [UInt8] = invalidHeaderName ? [0x00, 8] + Array("bad name".utf8) + [1, UInt8(ascii: "x")] : []
+            send(frame(.headers, flags: Self.flagEndHeaders, stream: stream, payload: Self.statusBlock(status) + invalidField))
             streaming.append((stream, initialStreamWindow))
         case .resetStreams(let codes, let flood):
             var code: [UInt8] = []
