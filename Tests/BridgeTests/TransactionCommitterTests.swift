@@ -96,6 +96,24 @@ struct TransactionCommitterTests {
         #expect(fixture.fatal.withLock { $0 } == nil)
     }
 
+    /// After a fatal error an output is no longer buffered; its record must then never
+    /// complete, or a transaction still under way could commit its offset without it.
+    @Test func anOutputRefusedAfterAFatalErrorKeepsItsRecordIncomplete() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        // Not handed to the committer: its releases are read here.
+        let progress = PartitionProgress(
+            topicPartition: KafkaTopicPartition(topic: "apns.requests", partition: 0), completion: .transactional)
+        let context = fixture.record(progress, 5, outputs: 0, complete: false)
+        fixture.publisher.stopPublishing()
+        fixture.publisher.publishResult(
+            PushResult(requestID: context.requestID, app: "chat", token: String(repeating: "ab", count: 32), outcome: .delivered,
+                       attempts: 1, latencyMilliseconds: nil, source: context.source, completedAtMilliseconds: 0),
+            context: context)
+        context.release()  // the dispatcher's hold: the record's only one left, but for the output's
+        #expect(progress.takeReleased() == nil)
+    }
+
     @Test func aRevocationCommitsWhatTheLeavingPartitionReleasedAndDropsTheRest() throws {
         let fixture = try Fixture()
         defer { fixture.close() }

@@ -171,7 +171,12 @@ final class ResultPublisher: ResultSink {
         countsAsWork: Bool = true
     ) {
         if transactional {
-            guard !stopped.load(ordering: .acquiring) else { return }
+            guard !stopped.load(ordering: .acquiring) else {
+                // Stopped: the output is not buffered, so its record must never count as complete
+                // (a transaction would commit its offset without it). A hold never given back.
+                context.retain()
+                return
+            }
             // Counted before the committer can see it (it subtracts it).
             unacknowledged.add(1, ordering: .relaxed)
             let owned = fields.owned
