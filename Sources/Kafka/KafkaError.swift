@@ -47,6 +47,11 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         public static let messageTimedOut: Int32 = RD_KAFKA_RESP_ERR__MSG_TIMED_OUT.rawValue
         /// The message was purged before delivery, e.g. at close (`RD_KAFKA_RESP_ERR__PURGE_QUEUE`).
         public static let purged: Int32 = RD_KAFKA_RESP_ERR__PURGE_QUEUE.rawValue
+        /// The message was purged while a produce request carried it (`RD_KAFKA_RESP_ERR__PURGE_INFLIGHT`).
+        public static let purgedInFlight: Int32 = RD_KAFKA_RESP_ERR__PURGE_INFLIGHT.rawValue
+        /// The codes of records a producer's `close` did not deliver: purged from its queues, or
+        /// never handed to librdkafka (``closed``).
+        public static let leftAtClose: Set<Int32> = [purged, purgedInFlight, closed]
         /// An invalid argument or configuration (`RD_KAFKA_RESP_ERR__INVALID_ARG`).
         public static let invalidArgument: Int32 = RD_KAFKA_RESP_ERR__INVALID_ARG.rawValue
         /// The client was already closed (`RD_KAFKA_RESP_ERR__DESTROY`).

@@ -56,6 +56,35 @@ struct ShutdownTests {
         #expect(committed[0] == nil)
     }
 
+    /// Results APNs answered but Kafka never acknowledged are purged when the producer closes:
+    /// abandoned like unanswered notifications (their offsets stay uncommitted), so the stop is
+    /// still a clean one.
+    @Test func resultsKafkaNeverAcknowledgedAreAbandonedAtTheStopNotAFailure() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        try environment.produceRequests(Self.records(3))
+        var faults = environment.simulator.faults
+        faults.latency = .milliseconds(1500)
+        try environment.simulator.setFaults(faults)
+        let yaml = environment.configurationYAML(groupID: "unacknowledged")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 2s")
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.inFlightCount == 3 })
+        // The answers come while no broker takes the results.
+        environment.kafka.setBrokerDown(1)
+        #expect(waitFor(timeout: .seconds(20)) { environment.simulator.statistics.answersByStatus[200] == 3 })
+        #expect(runner.pipeline.inFlightCount == 3)
+
+        #expect(runner.stop() == 0)
+
+        environment.kafka.setBrokerUp(1)
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: environment.kafka.bootstrapServers, groupID: "unacknowledged",
+            topic: environment.requestTopic, partitions: 1
+        )
+        #expect(committed[0] == nil)
+    }
+
     @Test func stoppingWithKafkaGoneStaysWithinTheShutdownTimeout() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }

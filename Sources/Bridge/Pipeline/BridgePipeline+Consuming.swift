@@ -163,6 +163,12 @@ extension BridgePipeline {
         }
         if let error {
             // The hold is kept, so the offset is never committed and a restart publishes it again.
+            if producerClosing.load(ordering: .acquiring), KafkaError.Code.leftAtClose.contains(error.code) {
+                // Purged (or never produced) when the stop's time was up: abandoned like an
+                // unanswered notification, not a failure of the bridge.
+                outputsAbandonedAtClose.add(1, ordering: .relaxed)
+                return
+            }
             fail("a record could not be delivered to Kafka: \(error)")
             return
         }
@@ -351,7 +357,13 @@ extension BridgePipeline {
         dispatcher.abandonUnanswered()
         dispatcher.shutdown()
         committer?.stop()
+        producerClosing.store(true, ordering: .releasing)
         producer.close(flushTimeoutMilliseconds: Int32(clamping: millisecondsLeft()))
+        let abandoned = outputsAbandonedAtClose.load(ordering: .relaxed)
+        if abandoned > 0 {
+            logger.warning("stopping with outputs Kafka has not acknowledged; their records stay uncommitted",
+                           metadata: ["kafka.outputs": "\(abandoned)"])
+        }
         offsetStores?.storeQueued()  // the last delivery reports' offsets, for the close's commit
         consumer.close(timeoutMilliseconds: millisecondsLeft())
         group.shutdown()

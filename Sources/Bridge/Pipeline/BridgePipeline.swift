@@ -39,6 +39,11 @@ public final class BridgePipeline: Sendable {
     /// by Kafka) or dead letter. One counter, so a token moving from APNs to Kafka is never
     /// counted twice or missed by a reader.
     let workInFlight = Atomic<Int>(0)
+    /// Set when the drain is over and the producer closes: outputs purged from then on are
+    /// abandoned (their offsets stay uncommitted), not a failure.
+    let producerClosing = Atomic<Bool>(false)
+    /// Outputs abandoned at close, for the stop's warning.
+    let outputsAbandonedAtClose = Atomic<Int>(0)
     let backpressureGraceNanoseconds: UInt64
     private let fatalState = Locked<String?>(nil)
     /// Whether `fatalState` holds a reason: read without the lock where every record asks.
