@@ -95,6 +95,35 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         #expect((recorder.retries[.connectionLost] ?? 0) > 0)
     }
 
+    /// Contract §7: a connection that may be half-open does not hold notifications while
+    /// another has room. Once a stream of a silent connection times out, no new stream goes to
+    /// it until its PING is acknowledged; here none is, so it is closed after `ping_timeout`.
+    @Test(.timeLimit(.minutes(1)))
+    func aConnectionWhoseStreamTimedOutTakesNoNewStreamsUntilThePeerAnswers() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        // Five streams at a time: each connection answers its first five, then its next ones go unanswered.
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults(halfOpenAfterStreams: 5),
+                                           maxConcurrentStreams: 5)
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(
+            port: simulator.port, connections: 2, delegate: recorder, requestTimeoutNanoseconds: 300_000_000,
+            maxAttempts: 20, pingInterval: .seconds(60), pingTimeout: .seconds(3))
+        defer { client.shutdown() }
+        client.start()
+
+        client.send(batch(0..<20))
+        #expect(await eventually(timeout: .seconds(40)) { recorder.callCount >= 20 })
+        expectDelivered(recorder, 0..<20)
+        // Each connection answers 5 streams and falls silent. A stream that times out there is
+        // retried on a connection not suspected, or waits for a new one: about once per
+        // notification not answered at first (10), not every 300 ms until the PING times out.
+        let timeouts = recorder.retries[.timeout] ?? 0
+        #expect(timeouts >= 10 && timeouts <= 15, "\(timeouts) timeouts")
+        #expect(simulator.statistics.connectionsHalfOpened >= 2)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func expiredProviderTokenGetsAFreshTokenAndIsDelivered() async throws {
         let environment = try ClientEnvironment()

@@ -65,8 +65,10 @@ extension APNsConnectionPool {
     func pingAcknowledged(_ member: Member, _ connection: HTTP2ClientConnection) {
         loop.preconditionInEventLoop()
         guard member.connection === connection else { return }
+        let wasSuspect = member.machine.suspectSince != nil
         member.machine.pingAcknowledged(now: clock.now().nanoseconds)
         rearmTimer()
+        if wasSuspect { schedulePump() }  // it takes streams again
     }
 
     func goAwayReceived(_ member: Member, _ connection: HTTP2ClientConnection) {

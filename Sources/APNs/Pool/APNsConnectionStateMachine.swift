@@ -53,6 +53,10 @@ struct APNsConnectionStateMachine {
     private var lastActivity: Int64 = 0
     /// When the outstanding PING was sent.
     private(set) var pingSentAt: Int64?
+    /// When a stream of this connection last timed out with no sign of the peer since: the
+    /// connection may be half-open, so it takes no new streams until its PING is acknowledged
+    /// (or any frame arrives) and is closed if none is.
+    private(set) var suspectSince: Int64?
 
     init(configuration: Configuration, jitter: APNsJitterSource) {
         self.configuration = configuration
@@ -70,9 +74,9 @@ struct APNsConnectionStateMachine {
         }
     }
 
-    /// Whether new streams may go to this connection.
+    /// Whether new streams may go to this connection: ready, and not suspected of being half-open.
     var acceptsStreams: Bool {
-        if case .ready = state { return true }
+        if case .ready = state { return suspectSince == nil }
         return false
     }
 
@@ -91,25 +95,30 @@ struct APNsConnectionStateMachine {
         state = .ready(since: now)
         lastActivity = now
         pingSentAt = nil
+        suspectSince = nil
     }
 
     /// A frame arrived at `at` (any frame proves the peer alive).
     mutating func receivedTraffic(at: Int64) {
         lastActivity = max(lastActivity, at)
+        if let since = suspectSince, at > since { suspectSince = nil }
     }
 
     /// The outstanding PING was acknowledged.
     mutating func pingAcknowledged(now: Int64) {
         pingSentAt = nil
+        suspectSince = nil
         lastActivity = max(lastActivity, now)
     }
 
-    /// A stream of this connection got no answer in time: check the peer at once with a PING
-    /// (a half-open connection is then found after `pingTimeout`, not after `pingInterval`).
+    /// A stream of this connection got no answer in time: the connection takes no new streams
+    /// until the peer shows it is alive, and a PING checks it at once (a half-open connection is
+    /// then found after `pingTimeout`, not after `pingInterval`).
     mutating func streamTimedOut(now: Int64) -> Action {
-        guard pingSentAt == nil else { return .none }
         switch state {
         case .ready, .draining:
+            suspectSince = suspectSince ?? now
+            guard pingSentAt == nil else { return .none }
             pingSentAt = now
             return .sendPing
         default:
@@ -180,6 +189,7 @@ struct APNsConnectionStateMachine {
             return .lost(lostReason)
         }
         pingSentAt = nil
+        suspectSince = nil
         if isShutDown {
             state = .closed
             return reason

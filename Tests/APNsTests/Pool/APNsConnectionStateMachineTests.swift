@@ -128,8 +128,28 @@ import Testing
         _ = connection.start(now: 0)
         connection.becameReady(now: 0)
         #expect(connection.streamTimedOut(now: 5 * second) == .sendPing)
+        // Suspected of being half-open: no new streams until the peer shows it is alive.
+        #expect(!connection.acceptsStreams)
         #expect(connection.streamTimedOut(now: 6 * second) == .none)
+        connection.receivedTraffic(at: 4 * second)  // a frame from before the suspicion proves nothing
+        #expect(!connection.acceptsStreams)
         #expect(connection.tick(now: 15 * second) == .close(.pingTimeout))
+    }
+
+    @Test func aSuspectedConnectionTakesStreamsAgainOnceThePeerAnswers() {
+        var connection = machine()
+        _ = connection.start(now: 0)
+        connection.becameReady(now: 0)
+        #expect(connection.streamTimedOut(now: 5 * second) == .sendPing)
+        #expect(!connection.acceptsStreams)
+        connection.pingAcknowledged(now: 5 * second + 3 * millisecond)
+        #expect(connection.acceptsStreams)
+        // Any frame after the suspicion clears it too (a ping from the idle timer already out).
+        #expect(connection.tick(now: 65 * second + 3 * millisecond) == .sendPing)
+        #expect(connection.streamTimedOut(now: 66 * second) == .none)
+        #expect(!connection.acceptsStreams)
+        connection.receivedTraffic(at: 66 * second + 1)
+        #expect(connection.acceptsStreams)
     }
 
     @Test func shutdownClosesAndNeverReconnects() {
