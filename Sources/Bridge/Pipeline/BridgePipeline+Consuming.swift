@@ -34,6 +34,7 @@ extension BridgePipeline {
         while !isStopRequested, !hasFailed {
             lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
             applyBackpressure()
+            boundUncommittedSpans()
             let limit = configuration.limits.maxInFlight
             let room = max(0, limit - inFlight)
             // Poll for more only when everything polled so far was admitted; otherwise poll one
@@ -228,10 +229,11 @@ extension BridgePipeline {
                 }
                 paused.removeAll { revoked.contains($0) }
             }
+            releaseSpanPause(of: revoked)
         }
     }
 
-    private func describe(_ list: [KafkaTopicPartition]) -> String {
+    func describe(_ list: [KafkaTopicPartition]) -> String {
         list.map(\.description).joined(separator: ",")
     }
 
@@ -302,10 +304,12 @@ extension BridgePipeline {
     }
 
     private func resumePausedPartitions() {
+        let spanPaused = spanPausedSnapshot
         pausedPartitions.withLock { paused in
             guard !paused.isEmpty else { return }
             do {
-                try consumer.resume(paused)
+                // Those also over the uncommitted-span bound stay paused until it lets them go.
+                try consumer.resume(paused.filter { !spanPaused.contains($0) })
                 paused.removeAll()
                 logger.debug("resumed fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
             } catch {

@@ -32,6 +32,9 @@ public final class BridgePipeline: Sendable {
     /// once per loop iteration (nil exactly once: transactions commit the offsets).
     let offsetStores: OffsetStoreQueue?
     let pausedPartitions = Locked<[KafkaTopicPartition]>([])
+    /// Partitions paused on their own for too many records behind an unfinished one
+    /// (`boundUncommittedSpans`). Consumer thread.
+    let spanPausedPartitions = Locked<Set<KafkaTopicPartition>>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
     let peakInFlightValue = Atomic<Int>(0)
@@ -188,6 +191,16 @@ public final class BridgePipeline: Sendable {
     /// Assigned partitions whose fetching is paused by backpressure.
     public var pausedPartitionCount: Int {
         pausedPartitions.withLock { $0.count }
+    }
+
+    /// Assigned partitions paused for too many records behind an unfinished one.
+    public var spanPausedPartitionCount: Int {
+        spanPausedPartitions.withLock { $0.count }
+    }
+
+    /// The most records any assigned partition holds consumed and not yet committable.
+    public var largestUncommittedSpan: Int {
+        partitions.withLock { $0.values.map(\.pendingCount).max() ?? 0 }
     }
 
     /// Notifications handed to APNs and not answered yet.

@@ -1,0 +1,50 @@
+import APNsSimulator
+import Bridge
+import BridgeLocal
+import Foundation
+import Kafka
+import TestSupport
+import Testing
+
+/// Offsets are committed in order: a notification that cannot finish holds its partition's
+/// commit. The records completing behind it are bounded per partition, not kept without end.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct UncommittedSpanTests {
+    @Test func aPartitionHeldByAnUnfinishedRecordPausesAtTheBoundAndResumesAfterIt() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let maxInFlight = 10
+        let bound = maxInFlight * BridgePipeline.uncommittedSpanFactor
+        let later = 4 * bound
+        let token = String(repeating: "6a", count: 32)
+        // The first request goes to the sandbox, which is unreachable: it waits until its
+        // expiration passes. Every later one is answered at once by the production endpoint.
+        let expiration = Int(Date().timeIntervalSince1970) + 15
+        var records = [DemoWorkload.Record(
+            key: Array("held".utf8),
+            value: Array(#"{"id":"held","token":"\#(token)","environment":"sandbox","expiration":\#(expiration),"payload":{}}"#.utf8))]
+        for index in 0..<later {
+            records.append(DemoWorkload.Record(key: Array("r\(index)".utf8), value: Array(#"{"id":"r\#(index)","token":"\#(token)","payload":{}}"#.utf8)))
+        }
+        try environment.produceRequests(records)
+        let yaml = environment.configurationYAML(groupID: "e2e-span", extra: "limits: {max_in_flight: \(maxInFlight)}")
+            .replacingOccurrences(of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)", with: "sandbox_url: https://127.0.0.1:1")
+        #expect(yaml.contains("sandbox_url: https://127.0.0.1:1"))
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        defer { runner.stop() }
+
+        // The records behind the held one complete until the partition holds the bound, then it pauses.
+        #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.spanPausedPartitionCount == 1 })
+        let span = runner.pipeline.largestUncommittedSpan
+        #expect(span > bound && span < later, "\(span) records consumed and not committable")
+        #expect(runner.pipeline.notificationsAwaitingAPNs == 1)
+
+        // The held notification expires: the partition's commit moves, it resumes and drains.
+        #expect(waitFor(timeout: .seconds(30)) { (try? environment.committedRequestCount(groupID: "e2e-span")) == Int64(later + 1) })
+        #expect(runner.pipeline.spanPausedPartitionCount == 0)
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: later + 1, timeoutMilliseconds: 30_000, settleMilliseconds: 500)
+        #expect(results.count == later + 1)
+    }
+}
