@@ -31,10 +31,16 @@ extension BridgePipeline {
         // Records polled and not yet admitted, with the assignment they were fetched under.
         var waiting = AdmissionQueue(largestWork: configuration.limits.maxTokensPerRequest)
         var progressCache = PartitionProgressCache()
+        var lastSpanCheck: UInt64 = 0
         while !isStopRequested, !hasFailed {
-            lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
+            let now = Timestamp.monotonicNanoseconds()
+            lastConsumerIteration.store(now, ordering: .relaxed)
             applyBackpressure()
-            boundUncommittedSpans()
+            // Every 10 ms at most: a lock per partition; the bound is passed by 10 ms of records at most.
+            if now &- lastSpanCheck >= 10_000_000 {
+                lastSpanCheck = now
+                boundUncommittedSpans()
+            }
             let limit = configuration.limits.maxInFlight
             let room = max(0, limit - inFlight)
             // Poll for more only when everything polled so far was admitted; otherwise poll one
