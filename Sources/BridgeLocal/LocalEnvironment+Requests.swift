@@ -6,7 +6,7 @@ import Synchronization
 extension LocalEnvironment {
     /// Produces `records` to the request topic and waits until Kafka has acknowledged every one.
     /// Shared by the demo and the benchmark.
-    /// - Throws: `PipelineError` when a record was refused or not acknowledged within 60 seconds.
+    /// - Throws: `LocalRunError` when a record was refused or not acknowledged within 60 seconds.
     public func produceRequests<Records: Collection<DemoWorkload.Record>>(_ records: Records) throws {
         let failures = Atomic<Int>(0)
         let producer = try KafkaProducer(
@@ -19,7 +19,7 @@ extension LocalEnvironment {
             try producer.produce(topic: requestTopic, key: record.key, value: record.value, headers: [], tag: UInt64(index))
         }
         guard producer.flush(timeoutMilliseconds: 60_000), failures.load(ordering: .relaxed) == 0 else {
-            throw PipelineError(component: "local producer", message: "not every request reached Kafka")
+            throw LocalRunError(component: "local producer", message: "not every request reached Kafka")
         }
     }
 
@@ -31,4 +31,16 @@ extension LocalEnvironment {
         )
         return committed.values.reduce(0) { $0 + max(0, $1) }
     }
+}
+
+/// A demo or benchmark run that could not go on (a failure of the run, not of its configuration:
+/// the command exits 1).
+public struct LocalRunError: Error, Sendable, CustomStringConvertible {
+    /// What failed, e.g. `local producer`.
+    public var component: String
+    /// Why.
+    public var message: String
+
+    /// `component: message`.
+    public var description: String { "\(component): \(message)" }
 }

@@ -46,14 +46,14 @@ public final class PacedProducer: Sendable {
     }
 
     /// Produces `records` at once (keyed as usual) and waits until Kafka acknowledged them.
-    /// - Throws: `PipelineError` when one was refused or not acknowledged within 60 seconds.
+    /// - Throws: `LocalRunError` when one was refused or not acknowledged within 60 seconds.
     public func produceAndWait(_ records: [DemoWorkload.Record]) throws {
         let failedBefore = failures.value
         for (index, record) in records.enumerated() {
             try producer.produce(topic: topic, key: record.key, value: record.value, headers: [], tag: UInt64(index))
         }
         guard producer.flush(timeoutMilliseconds: 60_000), failures.value == failedBefore else {
-            throw PipelineError(component: "paced producer", message: "not every request reached Kafka")
+            throw LocalRunError(component: "paced producer", message: "not every request reached Kafka")
         }
     }
 
