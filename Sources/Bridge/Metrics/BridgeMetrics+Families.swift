@@ -2,7 +2,7 @@ import Metrics
 
 extension BridgeMetrics {
     /// Names, types and help texts of the families recorded as events happen (contract §10); the
-    /// ones read at scrape time are in `BridgeMetrics+State.swift`.
+    /// ones read at scrape time are registered in `BridgePipeline+Status.swift`.
     static func describeFamilies(_ registry: MetricsRegistry) {
         registry.describe("apns_bridge_records_consumed_total", .counter,
                           help: "Input records taken from Kafka, by topic.")
