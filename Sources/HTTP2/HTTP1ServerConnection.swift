@@ -31,6 +31,9 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
     private var deadline: EventLoopTimer?
     /// Whether `deadline` bounds a request head (else the idle wait between requests).
     private var deadlineIsForHead = true
+    /// The client shut its sending side (end of stream read): what it sent is answered, then
+    /// the connection closes.
+    private var peerFinished = false
     private static let lingerTime: Duration = .seconds(2)
 
     init(fd: Int32, server: HTTP1Server) {
@@ -56,6 +59,8 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
                 arm(server.limits.headTimeout)
             }
             processInput()
+            // Half-closed with no complete request left to answer: nothing more can come.
+            if peerFinished, case .readingHead = phase { close() }
         case .lingering:
             _ = readAvailable(keep: false)
         case .writing, .closed:
@@ -85,6 +90,14 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
             }
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
+            if count == 0 && keep {
+                // End of stream: the client may have sent its request and shut its side
+                // (`shutdown(SHUT_WR)`); answer what arrived. Not readable any more: EOF would
+                // be reported on every wait.
+                peerFinished = true
+                loop.setInterest(fd: fd, [])
+                return true
+            }
             close()  // end of stream or a socket error
             return false
         }
@@ -101,10 +114,10 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
             input.removeFirst(consumed)
             guard request.method == "GET" || request.method == "HEAD" else {
                 let response = HTTP1Response.text(405, "only GET and HEAD are served", headers: [("Allow", "GET, HEAD")])
-                respond(response, includeBody: true, keepAlive: request.keepsAlive)
+                respond(response, includeBody: true, keepAlive: request.keepsAlive && !peerFinished)
                 return
             }
-            respond(server.handler(request), includeBody: request.method != "HEAD", keepAlive: request.keepsAlive)
+            respond(server.handler(request), includeBody: request.method != "HEAD", keepAlive: request.keepsAlive && !peerFinished)
         }
     }
 

@@ -64,6 +64,27 @@ struct HTTP1ServerTests {
         #expect(client.waitForClose())
     }
 
+    /// A probe that sends its request and shuts its sending side (`nc -N`, `curl` through some
+    /// proxies) still gets its answer: the request and the end of stream come in one read.
+    @Test func aRequestFollowedByHalfCloseIsAnsweredThenClosed() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let client = try fixture.client()
+        client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        shutdown(client.fd, Int32(SHUT_WR))
+        let response = try #require(client.readResponse())
+        #expect(response.status == 200)
+        #expect(response.body == "hello\n")
+        #expect(response.headers["connection"] == "close")
+        #expect(client.waitForClose())
+        // A half-close with only part of a head is closed at once, not answered or kept.
+        let partial = try fixture.client()
+        partial.send("GET /hel")
+        shutdown(partial.fd, Int32(SHUT_WR))
+        #expect(partial.waitForClose())
+        try expectStillServing(fixture)
+    }
+
     @Test func http10ClosesUnlessKeptAlive() throws {
         let fixture = try Fixture()
         defer { fixture.close() }
