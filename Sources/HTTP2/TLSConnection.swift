@@ -301,7 +301,10 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
         }
         guard state == .open else { return }
         var newInterest: IOInterest = readPaused ? [] : .readable
-        if pendingOutputCount > 0 || readWantsWrite { newInterest.insert(.writable) }
+        // Reading paused for backpressure resumes in `eventLoopWritable`: while paused, the
+        // socket stays watched for writability even when this pump wrote everything, or nothing
+        // would ever resume it.
+        if pendingOutputCount > 0 || readWantsWrite || readPaused { newInterest.insert(.writable) }
         setInterest(newInterest)
         if let session, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0,
            pendingOutputCount == 0 {
