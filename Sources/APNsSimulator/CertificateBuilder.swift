@@ -76,7 +76,8 @@ enum CertificateBuilder {
     /// Parses a PEM private key (caller frees).
     static func readKey(_ pem: String) throws -> OpaquePointer {
         try withMemoryBIO(pem) { bio in
-            guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+            // A callback that gives no passphrase: never OpenSSL's prompt on the terminal.
+            guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else {
                 throw HTTP2Error.openSSL(.certificateGeneration, "cannot parse private key")
             }
             return key

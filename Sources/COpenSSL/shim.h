@@ -11,6 +11,7 @@
 #include <openssl/rand.h>
 #include <openssl/bio.h>
 #include <openssl/ecdsa.h>
+#include <openssl/provider.h>
 
 /* OpenSSL macros wrapped as functions, because Swift does not import function-like macros. */
 static inline long apns_ssl_set_tlsext_host_name(SSL *ssl, const char *name) {

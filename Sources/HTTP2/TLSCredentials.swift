@@ -17,11 +17,14 @@ package enum TLSCredentials {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open private key \(privateKeyFile)")
         }
         defer { BIO_free(bio) }
+        // The callback even without a passphrase (it then refuses): with none, OpenSSL would ask
+        // for one on the terminal and wait there.
         let key = withPassphrase(passphrase) { userData in
-            PEM_read_bio_PrivateKey(bio, nil, userData == nil ? nil : tlsPassphraseCallback, userData)
+            PEM_read_bio_PrivateKey(bio, nil, tlsPassphraseCallback, userData)
         }
         guard let key else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot read private key \(privateKeyFile) (wrong passphrase?)")
+            let hint = passphrase == nil ? "encrypted without a passphrase given?" : "wrong passphrase?"
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot read private key \(privateKeyFile) (\(hint))")
         }
         defer { EVP_PKEY_free(key) }
         try useKey(context: context, key: key)
@@ -90,8 +93,27 @@ package enum TLSCredentials {
 
     /// `PKCS12_parse` with the passphrase in wiped memory (``withPassphraseBytes(_:_:)``); no
     /// passphrase is the empty one. The caller frees what it returns.
+    ///
+    /// Files exported by Keychain Access (and by OpenSSL before 3.0) encrypt the certificate with
+    /// RC2-40 or 3DES, which OpenSSL 3 keeps in its legacy provider: when a parse fails, the
+    /// legacy provider is loaded (once per process, with the default one) and the parse retried.
     package static func parsePKCS12(_ p12: OpaquePointer, passphrase: String?, key: inout OpaquePointer?,
                                     certificate: inout OpaquePointer?, chain: inout OpaquePointer?) -> Bool {
+        if parsePKCS12Once(p12, passphrase: passphrase, key: &key, certificate: &certificate, chain: &chain) { return true }
+        guard legacyProviderLoaded else { return false }
+        ERR_clear_error()
+        return parsePKCS12Once(p12, passphrase: passphrase, key: &key, certificate: &certificate, chain: &chain)
+    }
+
+    /// Loads OpenSSL's legacy provider next to the default one (loading any provider explicitly
+    /// stops the default from loading on its own). Whether the legacy one is there.
+    private static let legacyProviderLoaded: Bool = {
+        _ = OSSL_PROVIDER_load(nil, "default")
+        return OSSL_PROVIDER_load(nil, "legacy") != nil
+    }()
+
+    private static func parsePKCS12Once(_ p12: OpaquePointer, passphrase: String?, key: inout OpaquePointer?,
+                                        certificate: inout OpaquePointer?, chain: inout OpaquePointer?) -> Bool {
         withPassphraseBytes(passphrase) { bytes -> Bool in
             // The bytes are NUL-terminated (see withPassphraseBytes).
             guard let text = bytes?.baseAddress else { return PKCS12_parse(p12, "", &key, &certificate, &chain) == 1 }

@@ -58,6 +58,61 @@ struct CheckCommandTests {
         }
     }
 
+    /// Runs `apns-bridge` with a terminal (`script`), where OpenSSL's own passphrase prompt
+    /// would wait for input; a 20 s `timeout` kills it if it does. Returns the status and the
+    /// terminal's output.
+    func runOnATerminal(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let command = (["timeout", "-s", "KILL", "20", BridgeBinary.url.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["-qec", command, "/dev/null"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func anEncryptedKeyWithoutAPassphraseIsAnErrorNotAPromptOnTheTerminal() throws {
+        let credentials = try Credentials()
+        defer { credentials.directory.remove() }
+        let config = try TemporaryFile(contents: """
+        kafka: {brokers: localhost:9092}
+        apps:
+          - name: legacy
+            bundle_id: com.example.legacy
+            auth: {type: certificate, cert_file: \(credentials.directory.file("legacy.pem")), key_file: \(credentials.directory.file("legacy-key.pem"))}
+        """)
+        let (status, output) = try runOnATerminal(["check", "--config", config.path])
+        #expect(status == 2, "\(output)")
+        #expect(!output.lowercased().contains("pass phrase"), "\(output)")
+        #expect(output.contains("apps.legacy.auth"), "\(output)")
+        #expect(output.contains("encrypted without a passphrase given?"), "\(output)")
+    }
+
+    /// A PKCS#12 file as Keychain Access and OpenSSL before 3.0 write it: its certificate
+    /// encrypted with RC2-40, an algorithm of OpenSSL 3's legacy provider.
+    @Test func aPKCS12FileWithLegacyEncryptionLoads() throws {
+        let credentials = try Credentials()
+        defer { credentials.directory.remove() }
+        let legacyFile = credentials.directory.file("keychain.p12")
+        let export = Process()
+        export.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        export.arguments = ["pkcs12", "-export", "-legacy", "-in", credentials.directory.file("legacy.pem"),
+                            "-inkey", credentials.directory.file("legacy-key.pem"), "-passin", "pass:\(Self.passphrase)",
+                            "-out", legacyFile, "-passout", "pass:\(Self.passphrase)"]
+        try export.run()
+        export.waitUntilExit()
+        try #require(export.terminationStatus == 0)
+        let config = try TemporaryFile(contents: credentials.yaml().replacingOccurrences(
+            of: credentials.directory.file("legacy.p12"), with: legacyFile))
+        let (status, output, errorOutput) = try BridgeBinary.run(["check", "--config", config.path])
+        #expect(status == 0, "\(output)\(errorOutput)")
+        #expect(output.contains("apps.bundled.auth.p12_file: certificate CN=Apple Push Services: com.example.legacy valid until"))
+    }
+
     @Test func everyKindOfCredentialIsLoadedAndTheEffectiveConfigurationHasNoSecrets() throws {
         let credentials = try Credentials()
         defer { credentials.directory.remove() }
