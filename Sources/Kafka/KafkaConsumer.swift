@@ -21,17 +21,27 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// record): polling thread only, and its one mutating method calls out to nothing.
     @exclusivity(unchecked) private var topicNames = TopicNameCache()
 
+    /// Whether librdkafka commits stored offsets on its own timer (`enable.auto.commit`).
+    public let commitsAutomatically: Bool
+
     /// Joins `groupID` and subscribes to `topics`.
     ///
     /// Sets `enable.auto.offset.store=false`, `partition.assignment.strategy=cooperative-sticky`,
-    /// `auto.offset.reset=earliest`, `enable.auto.commit=true` (librdkafka commits the offsets
-    /// stored with ``storeOffsets(_:)`` every `auto.commit.interval.ms`) and
-    /// `enable.partition.eof=false`, `isolation.level=read_committed`; `properties` are applied
-    /// after them and may not set any of these (``KafkaPropertyRules``).
+    /// `auto.offset.reset=earliest`, `enable.auto.commit` as `autoCommit` says (when true,
+    /// librdkafka commits the offsets stored with ``storeOffsets(_:)`` every
+    /// `auto.commit.interval.ms`) and `enable.partition.eof=false`,
+    /// `isolation.level=read_committed`; `properties` are applied after them and may not set
+    /// any of these (``KafkaPropertyRules``).
+    ///
+    /// A consumer whose offsets go into a producer's transactions needs `autoCommit: false`: a
+    /// plain commit of an older stored offset sent while a transaction is committing would be
+    /// written after the transaction's offsets, and a broker keeps the later one.
     /// - Throws: ``KafkaError`` naming a rejected or reserved property (never its value).
     public init(
-        bootstrapServers: String, groupID: String, topics: [String], properties: [String: String], logger: Logger
+        bootstrapServers: String, groupID: String, topics: [String], properties: [String: String], logger: Logger,
+        autoCommit: Bool = true
     ) throws {
+        commitsAutomatically = autoCommit
         try KafkaPropertyRules.validate(properties, for: .consumer)
         let enforced: [(name: String, value: String)] = [
             ("bootstrap.servers", bootstrapServers),
@@ -39,7 +49,7 @@ public final class KafkaConsumer: @unchecked Sendable {
             ("enable.auto.offset.store", "false"),
             ("partition.assignment.strategy", "cooperative-sticky"),
             ("auto.offset.reset", "earliest"),
-            ("enable.auto.commit", "true"),
+            ("enable.auto.commit", autoCommit ? "true" : "false"),
             ("enable.partition.eof", "false"),
             ("isolation.level", "read_committed"),
         ]

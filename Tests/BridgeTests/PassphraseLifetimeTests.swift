@@ -31,6 +31,19 @@ import TestSupport
         )
     }
 
+    /// Exactly once, offsets go into the transactions: the consumer never commits on its own
+    /// timer, which could send an older offset while a transaction commits.
+    @Test func onlyTheAtLeastOnceConsumerCommitsOnItsOwnTimer() throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        for exactlyOnce in [false, true] {
+            var configuration = try Self.configuration(brokers: "127.0.0.1:9", directory: directory)
+            configuration.kafka.exactlyOnce = exactlyOnce
+            let pipeline = try BridgePipeline(configuration: configuration)
+            #expect(pipeline.consumer.commitsAutomatically == !exactlyOnce)
+        }
+    }
+
     @Test func removingPassphrasesKeepsEverythingElse() throws {
         let directory = try ScratchDirectory()
         defer { directory.remove() }

@@ -150,6 +150,48 @@ struct KafkaConsumerTests {
         consumer.close()  // idempotent
     }
 
+    /// A consumer whose offsets go into transactions must never commit on its own: a stored
+    /// offset stays uncommitted with `autoCommit: false`, while the same store is committed by
+    /// the timer of a consumer with it.
+    @Test func withoutAutoCommitAStoredOffsetIsCommittedOnlyWhenAsked() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("txn-input", partitions: 1)
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
+            deliveryHandler: { _, _ in })
+        try KafkaTestSupport.produce(producer, topic: "txn-input", count: 10)
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
+        producer.close()
+        let partition = KafkaTopicPartition(topic: "txn-input", partition: 0)
+        var properties = KafkaTestSupport.fastGroupProperties
+        properties["auto.commit.interval.ms"] = "100"
+        func committed(_ group: String) throws -> Int64? {
+            try KafkaTopicReader.committedOffsets(
+                bootstrapServers: cluster.bootstrapServers, groupID: group, topic: "txn-input", partitions: 1)[0]
+        }
+        var consumers: [KafkaConsumer] = []
+        defer { consumers.forEach { $0.close() } }
+        for (group, autoCommit) in [("manual", false), ("timer", true)] {
+            let consumer = try KafkaConsumer(
+                bootstrapServers: cluster.bootstrapServers, groupID: group, topics: ["txn-input"],
+                properties: properties, logger: KafkaTestSupport.logger, autoCommit: autoCommit)
+            consumers.append(consumer)
+            #expect(try KafkaTestSupport.consume(consumer, count: 10, seconds: 30).count == 10)
+            try consumer.storeOffsets([(partition, nextOffset: 7)])
+        }
+        // The timer's consumer keeps polling until its commit is seen; the other one polls as long.
+        var timerCommitted = false
+        for _ in 0..<300 where !timerCommitted {
+            for consumer in consumers { _ = try consumer.poll(maxMessages: 1, timeoutMilliseconds: 20) }
+            timerCommitted = try committed("timer") == 7
+        }
+        #expect(timerCommitted)
+        #expect(try committed("manual") == nil)
+        try consumers[0].commitSync([(partition, nextOffset: 7)])
+        #expect(try committed("manual") == 7)
+    }
+
     @Test func storingOffsetsOfAnUnassignedPartitionFails() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }

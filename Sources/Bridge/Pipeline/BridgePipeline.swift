@@ -101,7 +101,10 @@ public final class BridgePipeline: Sendable {
                 groupID: configuration.kafka.groupID,
                 topics: configuration.kafka.topics,
                 properties: Self.consumerProperties(configuration.kafka),
-                logger: Logger(label: "kafka.consumer")
+                logger: Logger(label: "kafka.consumer"),
+                // Exactly once, offsets go into the transactions; the committer commits the same
+                // ones after each transaction, never an older stored one while it commits.
+                autoCommit: !exactlyOnce
             )
         } catch {
             group.shutdown()

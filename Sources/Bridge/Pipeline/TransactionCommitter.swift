@@ -221,10 +221,13 @@ final class TransactionCommitter: @unchecked Sendable {
             for share in shares {
                 share.progress.committed(nextOffset: share.nextOffset)
             }
-            // The same offsets for the consumer's own commit: redundant where the broker commits
-            // transactional offsets (never past what a committed transaction covers), and what
-            // keeps progress where it does not (librdkafka's mock cluster).
-            try? consumer.storeOffsets(shares.map { ($0.progress.topicPartition, nextOffset: $0.nextOffset) })
+            // The same offsets committed plainly, and at once: redundant where the broker commits
+            // transactional offsets, and what keeps progress where it does not (librdkafka's mock
+            // cluster). Synchronous, on this thread, so it is answered before the next
+            // transaction's offsets are sent: a broker keeps the offset written last, and this
+            // one never goes back behind a committed transaction. (The consumer has no
+            // auto-commit in this mode: its timer could send an older offset mid-commit.)
+            try? consumer.commitSync(shares.map { ($0.progress.topicPartition, nextOffset: $0.nextOffset) })
         } catch {
             handleFailure(error, outputs: outputCount)
         }
