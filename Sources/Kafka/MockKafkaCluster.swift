@@ -83,6 +83,12 @@ public final class MockKafkaCluster: @unchecked Sendable {
         guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "coordinator of \(groupID)") }
     }
 
+    /// Makes broker `broker` the transaction coordinator of `transactionalID`.
+    public func setTransactionCoordinator(transactionalID: String, broker: Int32) throws {
+        let result = try withCluster { rd_kafka_mock_coordinator_set($0, "transaction", transactionalID, broker) }
+        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: "coordinator of \(transactionalID)") }
+    }
+
     /// Disconnects broker `id` and refuses new connections (leadership does not move).
     public func setBrokerDown(_ id: Int32) {
         _ = try? withCluster { rd_kafka_mock_broker_set_down($0, id) }

@@ -19,10 +19,14 @@ struct TransactionCommitterTests {
         let partitions: Locked<[PartitionProgress]>
         let fatal = Locked<String?>(nil)
 
-        init() throws {
-            cluster = try MockKafkaCluster(brokers: 1)
+        /// - Parameter outputLeader: the broker leading `out` (the coordinators are broker 1).
+        init(brokers: Int = 1, outputLeader: Int32 = 1, committerSettings: TransactionCommitter.Settings = .init()) throws {
+            cluster = try MockKafkaCluster(brokers: brokers)
             try cluster.createTopic("apns.requests", partitions: 2)
             try cluster.createTopic("out", partitions: 1)
+            try cluster.setPartitionLeader(topic: "out", partition: 0, broker: outputLeader)
+            try cluster.setGroupCoordinator(groupID: "committer-tests", broker: 1)
+            try cluster.setTransactionCoordinator(transactionalID: "committer-tests.one", broker: 1)
             let settings = KafkaSettings(brokers: cluster.bootstrapServers, groupID: "committer-tests", exactlyOnce: true)
             producer = try KafkaProducer(
                 bootstrapServers: cluster.bootstrapServers, properties: [:], transactionalID: "committer-tests.one",
@@ -35,7 +39,7 @@ struct TransactionCommitterTests {
             let fatal = self.fatal
             self.partitions = partitions
             committer = TransactionCommitter(
-                producer: producer, consumer: consumer, publisher: publisher,
+                producer: producer, consumer: consumer, publisher: publisher, settings: committerSettings,
                 partitions: { partitions.withLock { $0 } }, isFailed: { fatal.withLock { $0 != nil } },
                 onFatal: { reason in fatal.withLock { $0 = $0 ?? reason } })
             try committer.start()
@@ -94,6 +98,29 @@ struct TransactionCommitterTests {
         #expect(try fixture.committedValues(count: 4) == ["p1-o0-0", "p0-o10-0", "p0-o11-0", "p0-o11-1"])
         #expect(fixture.committer.transactionCounts.committed == 2)
         #expect(fixture.fatal.withLock { $0 } == nil)
+    }
+
+    /// A commit whose records cannot be flushed in time (their partition's leader is down)
+    /// fails with a retriable error and stays in progress in librdkafka: it is called again,
+    /// not aborted (an abort would be refused and stop the pipeline), and goes through once the
+    /// leader is back.
+    @Test func aCommitThatTimesOutIsCalledAgainUntilItGoesThrough() throws {
+        var settings = TransactionCommitter.Settings()
+        settings.timeoutMilliseconds = 1_000
+        settings.maxAttempts = 30
+        let fixture = try Fixture(brokers: 2, outputLeader: 2, committerSettings: settings)
+        defer { fixture.close() }
+        let p0 = fixture.partition(0)
+        _ = fixture.record(p0, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 1 })
+
+        fixture.cluster.setBrokerDown(2)
+        _ = fixture.record(p0, 1, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { fixture.committer.transactionCounts.resumed >= 2 })
+        fixture.cluster.setBrokerUp(2)
+        #expect(waitFor(timeout: .seconds(30)) { p0.committedNextOffset == 2 })
+        #expect(fixture.fatal.withLock { $0 } == nil)
+        #expect(try fixture.committedValues(count: 2) == ["p0-o0-0", "p0-o1-0"])
     }
 
     /// After a fatal error an output is no longer buffered; its record must then never

@@ -60,7 +60,7 @@ final class TransactionCommitter: @unchecked Sendable {
     private let control = Locked(Control())
     /// True while no committer thread runs (before `start`, after it ended).
     private let finished = Locked(true)
-    private let statistics = Locked((transactions: 0, aborted: 0))
+    private let statistics = Locked((transactions: 0, aborted: 0, resumed: 0))
 
     /// The committer thread, for the confinement checks of the members below.
     private let committerThread = Locked<pthread_t?>(nil)
@@ -85,9 +85,10 @@ final class TransactionCommitter: @unchecked Sendable {
         self.onFatal = onFatal
     }
 
-    /// Transactions committed and aborted so far.
-    var transactionCounts: (committed: Int, aborted: Int) {
-        statistics.withLock { ($0.transactions, $0.aborted) }
+    /// Transactions committed and aborted so far, and commit or abort calls made again after
+    /// they timed out.
+    var transactionCounts: (committed: Int, aborted: Int, resumed: Int) {
+        statistics.withLock { ($0.transactions, $0.aborted, $0.resumed) }
     }
 
     /// Starts the thread: registers the transactional id (fencing older producers with it and
@@ -256,7 +257,32 @@ final class TransactionCommitter: @unchecked Sendable {
             throw KafkaError(code: KafkaError.Code.invalidArgument, message: "\(error)", transactionRequiresAbort: true)
         }
         try producer.sendOffsetsToTransaction(offsets, groupMetadata: metadata, timeoutMilliseconds: settings.timeoutMilliseconds)
-        try producer.commitTransaction(timeoutMilliseconds: settings.timeoutMilliseconds)
+        try resuming("committing the transaction") { () throws(KafkaError) in
+            try producer.commitTransaction(timeoutMilliseconds: settings.timeoutMilliseconds)
+        }
+    }
+
+    /// Runs a commit or abort call, and calls it again while it fails with a retriable error that
+    /// needs no abort (at most `settings.maxAttempts` calls). A commit that timed out (a
+    /// partition leader unreachable while its records flush) stays in progress in librdkafka,
+    /// which refuses any other transaction call until it is called again: aborting it instead
+    /// would fail and stop the pipeline.
+    private func resuming(_ action: String, _ call: () throws(KafkaError) -> Void) throws(KafkaError) {
+        var attempt = 1
+        while true {
+            do {
+                try call()
+                return
+            } catch {
+                guard error.isRetriable, !error.transactionRequiresAbort, !error.isFatal,
+                      attempt < settings.maxAttempts, !isFailed() else { throw error }
+                attempt += 1
+                statistics.withLock { $0.resumed += 1 }
+                logger.warning("\(action) did not finish in time; calling it again", metadata: [
+                    "error": error.description, "bridge.attempt": "\(attempt)",
+                ])
+            }
+        }
     }
 
     /// Aborts and schedules the batch again, or stops the pipeline when it cannot go on.
@@ -272,7 +298,9 @@ final class TransactionCommitter: @unchecked Sendable {
             "error": error.description, "bridge.outputs": "\(outputs)", "bridge.attempt": "\(failedAttempts)",
         ])
         do {
-            try producer.abortTransaction(timeoutMilliseconds: settings.timeoutMilliseconds)
+            try resuming("aborting the transaction") { () throws(KafkaError) in
+                try producer.abortTransaction(timeoutMilliseconds: settings.timeoutMilliseconds)
+            }
         } catch {
             onFatal(describeFatal(error, action: "aborting a transaction"))
             return
