@@ -27,13 +27,15 @@ enum RunCommand {
         // loaded the credentials, which keeps the configuration without them.
         // The status listener is bound before any Kafka client exists, so an unusable http.listen
         // stops the process before it could join the consumer group.
-        let (statusServer, pipeline) = try { () throws -> (BridgeStatusServer, BridgePipeline) in
+        let (statusServer, pipeline, certificateFindings) = try { () throws -> (BridgeStatusServer, BridgePipeline, [ConfigurationFinding]) in
             let loaded = try CommandLineInterface.loadConfiguration(options)
             // A misspelt or refused librdkafka property is named by its key, as `check` names it.
             try ConfigurationCheck.validateKafkaProperties(loaded)
+            // Read while the passphrases are at hand (a PKCS#12 file needs its own).
+            let findings = ConfigurationCheck.certificateValidityFindings(loaded, now: Timestamp.nowMilliseconds() / 1000)
             let server = try BridgeStatusServer(host: loaded.http.host, port: loaded.http.port)
             do {
-                return (server, try BridgePipeline(configuration: loaded))
+                return (server, try BridgePipeline(configuration: loaded), findings)
             } catch {
                 server.close()
                 throw error
@@ -45,6 +47,13 @@ enum RunCommand {
         let logger = Logger(label: "apns-bridge")
         for finding in ConfigurationCheck.keyFileModeWarnings(configuration) {
             logger.warning("key file readable by group or others", metadata: ["key": finding.subject, "detail": finding.message])
+        }
+        for finding in certificateFindings {
+            if finding.severity == .error {
+                logger.error("certificate not valid: APNs will refuse the connections", metadata: ["key": finding.subject, "detail": finding.message])
+            } else {
+                logger.warning("certificate expires soon", metadata: ["key": finding.subject, "detail": finding.message])
+            }
         }
         let (timeoutSeconds, timeoutAttoseconds) = configuration.shutdownTimeout.components
         let graceSeconds = Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5

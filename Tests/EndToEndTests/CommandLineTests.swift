@@ -57,6 +57,40 @@ struct CommandLineTests {
         #expect(BridgeBinary.wait(process, seconds: 30) == 0)
     }
 
+    /// As `check` does, `run` names a certificate that expires within 30 days at start (and one
+    /// no longer valid, as an error): the credentials still load, and APNs would only refuse
+    /// them later.
+    @Test func runWarnsAtStartAboutACertificateThatExpiresSoon() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let authority = try CertificateAuthority()
+        let client = try authority.issueClientCertificate(commonName: "Apple Push Services: com.example.legacy", validDays: 10)
+        try client.certificatePEM.write(toFile: directory.file("legacy.pem"), atomically: false, encoding: .utf8)
+        try client.privateKeyPEM.write(toFile: directory.file("legacy-key.pem"), atomically: false, encoding: .utf8)
+        #expect(chmod(directory.file("legacy-key.pem"), 0o600) == 0)
+        let certificateApp = """
+          - name: legacy
+            bundle_id: com.example.legacy
+            auth: {type: certificate, cert_file: \(directory.file("legacy.pem")), key_file: \(directory.file("legacy-key.pem"))}
+        """
+        let yaml = environment.configurationYAML(groupID: "e2e-expiry", extra: "log: {format: text}")
+            .replacingOccurrences(of: "apps:\n", with: "apps:\n" + certificateApp + "\n")
+        let configFile = try TemporaryFile(contents: yaml)
+        let log = try ScratchDirectory()
+        defer { log.remove() }
+
+        let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
+        defer { BridgeBinary.stop(process) }
+        #expect(waitFor(timeout: .seconds(30)) {
+            BridgeBinary.count("certificate expires soon", in: log.file("bridge.log")) == 1
+        }, "\(BridgeBinary.tail(of: log.file("bridge.log")))")
+        #expect(BridgeBinary.count("apps.legacy.auth.cert_file", in: log.file("bridge.log")) >= 1)
+        kill(process.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(process, seconds: 30) == 0)
+    }
+
     @Test func aSecondSignalStopsAtOnceWithoutCommittingUnfinishedWork() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }

@@ -41,6 +41,28 @@ extension ConfigurationCheck {
         return findings
     }
 
+    /// Warnings for certificates that expire within 30 days and errors for those not valid now,
+    /// of every app with certificate auth; `run` logs them at start (it needs the passphrases,
+    /// so before they are dropped). A certificate that cannot be read is left to the loading of
+    /// the credentials, which reports it.
+    public static func certificateValidityFindings(_ configuration: BridgeConfiguration, now: Int64) -> [ConfigurationFinding] {
+        configuration.apps.compactMap { app -> ConfigurationFinding? in
+            let subject = "apps.\(app.name).auth"
+            let leaf: (CertificateSummary, String)?
+            switch app.auth {
+            case .token:
+                leaf = nil
+            case .certificate(let certFile, _, _):
+                leaf = (try? CertificateInspector.pemCertificates(file: certFile))?.first.map { ($0, subject + ".cert_file") }
+            case .certificatePKCS12(let p12File, let passphrase):
+                leaf = (try? CertificateInspector.pkcs12Certificate(file: p12File, passphrase: passphrase)).map { ($0, subject + ".p12_file") }
+            }
+            guard let (certificate, key) = leaf else { return nil }
+            let finding = validity(of: certificate, subject: key, now: now)
+            return finding.severity == .ok ? nil : finding
+        }
+    }
+
     /// The certificate and key as the connections will load them (passphrase, key matches certificate).
     private static func loadTLSIdentity(_ app: AppSettings, subject: String, what: String) -> ConfigurationFinding {
         do {
