@@ -35,4 +35,12 @@ static inline long apns_ssl_ctx_set_read_ahead(SSL_CTX *ctx, int yes) {
 static inline long apns_ssl_ctx_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
     return SSL_CTX_add1_chain_cert(ctx, cert);
 }
+/* Renegotiation off (RFC 9113 §9.2.1 forbids it under HTTP/2): a HelloRequest is answered with a
+ * no_renegotiation alert, never with a handshake. */
+static inline void apns_ssl_ctx_disable_renegotiation(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+}
+static inline int apns_ssl_ctx_renegotiation_disabled(const SSL_CTX *ctx) {
+    return (SSL_CTX_get_options(ctx) & SSL_OP_NO_RENEGOTIATION) != 0;
+}
 #endif

@@ -45,6 +45,7 @@ public final class TLSClientContext: @unchecked Sendable {
         _ = apns_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = apns_ssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         _ = apns_ssl_ctx_set_read_ahead(context, 1)
+        apns_ssl_ctx_disable_renegotiation(context)  // RFC 9113 §9.2.1
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         guard SSL_CTX_set_default_verify_paths(context) == 1 else {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot load the system trust store")

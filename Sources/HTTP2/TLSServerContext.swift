@@ -20,6 +20,7 @@ public final class TLSServerContext: @unchecked Sendable {
         _ = apns_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = apns_ssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         _ = apns_ssl_ctx_set_read_ahead(context, 1)
+        apns_ssl_ctx_disable_renegotiation(context)  // RFC 9113 §9.2.1
         try TLSCredentials.usePEM(context: context, certificateFile: certificateFile,
                                   privateKeyFile: privateKeyFile, passphrase: nil)
         SSL_CTX_set_alpn_select_cb(context, tlsSelectALPN, nil)

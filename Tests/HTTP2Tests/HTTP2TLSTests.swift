@@ -2,8 +2,9 @@
 import Glibc
 #endif
 import Foundation
-import HTTP2
+@testable import HTTP2
 import APNsSimulator
+import COpenSSL
 import Synchronization
 import Testing
 import Observability
@@ -179,5 +180,18 @@ import Observability
         let configuration = TLSClientConfiguration(certificateFile: certificatePath, privateKeyFile: keyPath,
                                                    privateKeyPassphrase: "wrong")
         #expect(throws: HTTP2Error.self) { try TLSClientContext(configuration) }
+    }
+}
+
+extension HTTP2TLSTests {
+    /// RFC 9113 §9.2.1: no renegotiation under HTTP/2. Both contexts refuse it, so a peer's
+    /// HelloRequest gets an alert, never a second handshake on a live connection.
+    @Test func bothContextsRefuseRenegotiation() throws {
+        let certificates = try TestCredentials()
+        defer { certificates.remove() }
+        let client = try TLSClientContext(certificates.clientConfiguration)
+        let server = try certificates.serverContext()
+        #expect(apns_ssl_ctx_renegotiation_disabled(client.context) == 1)
+        #expect(apns_ssl_ctx_renegotiation_disabled(server.context) == 1)
     }
 }
