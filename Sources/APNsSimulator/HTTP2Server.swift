@@ -116,9 +116,13 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         while true {
             let fd = accept(listenFD, nil, nil)
             if fd < 0 {
-                if errno == EINTR { continue }
-                if errno != EAGAIN && errno != EWOULDBLOCK {
-                    logger.warning("accept failed", metadata: ["errno": "\(errno)"])
+                let error = errno
+                if error == EINTR || error == ECONNABORTED { continue }
+                if error != EAGAIN && error != EWOULDBLOCK {
+                    logger.warning("accept failed", metadata: ["errno": "\(error)"])
+                    // Out of descriptors: the connection waits in the backlog; retried in a moment
+                    // rather than on every wait of the loop.
+                    if EventLoop.isResourceExhaustion(error) { acceptLoop.pauseAccepting(fd: listenFD) }
                 }
                 return
             }

@@ -366,6 +366,27 @@ extension EventLoop {
         }
     }
 
+    /// After `accept` on the listening socket `fd` failed for lack of descriptors or memory (the
+    /// connection stays queued, and the level-triggered socket stays readable), stops watching it
+    /// for `nanoseconds`, then watches it again if it is still the same registration. The server
+    /// then retries ten times a second instead of on every wait of its loop. Loop thread only.
+    package func pauseAccepting(fd: Int32, nanoseconds: UInt64 = 100_000_000) {
+        guard let registration = registrations[fd], registration.interest.contains(.readable) else { return }
+        let generation = registration.generation
+        setInterest(fd: fd, [])
+        _ = schedule(afterNanoseconds: nanoseconds) { [self] in
+            // Not closed meanwhile, and not a reused descriptor number.
+            guard registrations[fd]?.generation == generation else { return }
+            setInterest(fd: fd, .readable)
+        }
+    }
+
+    /// Whether `accept` failed with `error` for lack of descriptors or memory: the connection
+    /// waits in the backlog, to be taken once some are free.
+    package static func isResourceExhaustion(_ error: Int32) -> Bool {
+        error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM
+    }
+
     /// Stops watching `fd` and releases its handler. Call before closing the descriptor.
     package func unregister(fd: Int32) {
         guard registrations.removeValue(forKey: fd) != nil else { return }

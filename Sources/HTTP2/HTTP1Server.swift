@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Observability
+import Synchronization
 
 /// Bounds that keep an ``HTTP1Server`` alive under garbage, slow and numerous clients.
 public struct HTTP1ServerLimits: Sendable {
@@ -54,6 +55,26 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
     }
 
     private let counts = Locked(Counts())
+    private let acceptFailures = Atomic<Int>(0)
+    /// Loop-thread only: failures since the last accepted connection (only the first is logged).
+    private var acceptFailuresInARow = 0
+
+    /// `accept` calls that failed (not for lack of a pending connection).
+    package var acceptFailureCount: Int { acceptFailures.load(ordering: .relaxed) }
+
+    /// Out of descriptors or memory: the connection waits in the backlog, and the listening
+    /// socket is left alone for a moment (``EventLoop/pauseAccepting(fd:nanoseconds:)``), or the
+    /// loop would spin on it.
+    private func noteAcceptFailure(_ error: Int32) {
+        acceptFailures.add(1, ordering: .relaxed)
+        acceptFailuresInARow += 1
+        if acceptFailuresInARow == 1 {
+            logger.warning("accept failed", metadata: ["errno": "\(error)", "detail": "\(String(cString: strerror(error)))"])
+        }
+        if EventLoop.isResourceExhaustion(error) {
+            loop.pauseAccepting(fd: listenFD)
+        }
+    }
     /// Loop-thread only.
     private var connections: [ObjectIdentifier: HTTP1ServerConnection] = [:]
 
@@ -107,13 +128,14 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
         while true {
             let fd = accept(listenFD, nil, nil)
             if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno != EAGAIN && errno != EWOULDBLOCK {
-                    // EMFILE and friends: the pending connection stays queued; try on the next event.
-                    logger.warning("accept failed", metadata: ["errno": "\(errno)"])
+                let error = errno
+                if error == EINTR || error == ECONNABORTED { continue }
+                if error != EAGAIN && error != EWOULDBLOCK {
+                    noteAcceptFailure(error)
                 }
                 return
             }
+            acceptFailuresInARow = 0
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             let admitted = counts.withLock { counts -> Bool in
