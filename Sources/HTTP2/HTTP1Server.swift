@@ -59,6 +59,11 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
     /// Loop-thread only: failures since the last accepted connection (only the first is logged).
     private var acceptFailuresInARow = 0
 
+    /// Fault injection for tests: while set, `accept` fails as in a process out of descriptors
+    /// (EMFILE), the connection staying in the backlog. Lowering the real limit would starve
+    /// every other thread of the process too.
+    package let descriptorsExhausted = Atomic<Bool>(false)
+
     /// `accept` calls that failed (not for lack of a pending connection).
     package var acceptFailureCount: Int { acceptFailures.load(ordering: .relaxed) }
 
@@ -126,9 +131,9 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
     package func eventLoopReadable() {
         loop.preconditionInEventLoop()
         while true {
-            let fd = accept(listenFD, nil, nil)
+            let fd = descriptorsExhausted.load(ordering: .relaxed) ? -1 : accept(listenFD, nil, nil)
             if fd < 0 {
-                let error = errno
+                let error = descriptorsExhausted.load(ordering: .relaxed) ? EMFILE : errno
                 if error == EINTR || error == ECONNABORTED { continue }
                 if error != EAGAIN && error != EWOULDBLOCK {
                     noteAcceptFailure(error)
