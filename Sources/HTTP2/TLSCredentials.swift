@@ -105,12 +105,18 @@ package enum TLSCredentials {
         return parsePKCS12Once(p12, passphrase: passphrase, key: &key, certificate: &certificate, chain: &chain)
     }
 
-    /// Loads OpenSSL's legacy provider next to the default one (loading any provider explicitly
-    /// stops the default from loading on its own). Whether the legacy one is there.
-    private static let legacyProviderLoaded: Bool = {
-        _ = OSSL_PROVIDER_load(nil, "default")
-        return OSSL_PROVIDER_load(nil, "legacy") != nil
-    }()
+    /// Whether OpenSSL's legacy provider could be loaded (``LoadedProviders``).
+    private static var legacyProviderLoaded: Bool { LoadedProviders.shared.legacy != nil }
+
+    /// OpenSSL's legacy provider, loaded on first use next to the default one (loading any
+    /// provider explicitly stops the default from loading on its own). The handles are kept for
+    /// the life of the process: the providers stay loaded, and stay reachable (a leak checker
+    /// would otherwise report them at exit).
+    private struct LoadedProviders: @unchecked Sendable {  // immutable after the one-time initialisation
+        let `default`: OpaquePointer?
+        let legacy: OpaquePointer?
+        static let shared = LoadedProviders(default: OSSL_PROVIDER_load(nil, "default"), legacy: OSSL_PROVIDER_load(nil, "legacy"))
+    }
 
     private static func parsePKCS12Once(_ p12: OpaquePointer, passphrase: String?, key: inout OpaquePointer?,
                                         certificate: inout OpaquePointer?, chain: inout OpaquePointer?) -> Bool {
