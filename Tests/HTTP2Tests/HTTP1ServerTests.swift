@@ -66,7 +66,8 @@ struct HTTP1ServerTests {
     }
 
     /// A probe that sends its request and shuts its sending side (`nc -N`, `curl` through some
-    /// proxies) still gets its answer: the request and the end of stream come in one read.
+    /// proxies) still gets its answer. The request and the end of stream usually come in one
+    /// read (then the answer says `Connection: close`); on a slow machine they may come in two.
     @Test func aRequestFollowedByHalfCloseIsAnsweredThenClosed() throws {
         let fixture = try Fixture()
         defer { fixture.close() }
@@ -76,7 +77,6 @@ struct HTTP1ServerTests {
         let response = try #require(client.readResponse())
         #expect(response.status == 200)
         #expect(response.body == "hello\n")
-        #expect(response.headers["connection"] == "close")
         #expect(client.waitForClose())
         // A half-close with only part of a head is closed at once, not answered or kept.
         let partial = try fixture.client()
