@@ -74,7 +74,7 @@ extension APNsConnectionPool {
     func goAwayReceived(_ member: Member, _ connection: HTTP2ClientConnection) {
         loop.preconditionInEventLoop()
         guard member.connection === connection else { return }
-        member.machine.goAwayReceived(now: clock.now().nanoseconds)
+        member.machine.goAwayReceived()
         closeIfIdleAndUnusable(member, connection)
         refreshStateCounts()
     }

@@ -127,7 +127,7 @@ struct APNsConnectionStateMachine {
     }
 
     /// The server sent GOAWAY: no new streams; the pool closes it once its streams are done.
-    mutating func goAwayReceived(now: Int64) {
+    mutating func goAwayReceived() {
         if case .ready(let since) = state { state = .draining(readySince: since) }
     }
 

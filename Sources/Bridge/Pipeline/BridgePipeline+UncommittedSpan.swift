@@ -17,7 +17,7 @@ extension BridgePipeline {
     /// bound is paused on its own (the others go on) and resumes once its span is down to half.
     func boundUncommittedSpans() {
         let bound = configuration.limits.maxInFlight * Self.uncommittedSpanFactor
-        let held = spanPausedPartitions.withLock { $0 }
+        let held = spanPausedSnapshot
         var over: [(KafkaTopicPartition, Int)] = []
         var under: [KafkaTopicPartition] = []
         partitions.withLock { map in

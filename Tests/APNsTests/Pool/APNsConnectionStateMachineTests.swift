@@ -51,7 +51,7 @@ import Testing
         _ = connection.tick(now: connection.nextDeadline!)
         connection.becameReady(now: 131 * second)
         // A GOAWAY after a connection served for a while is graceful: no failure.
-        connection.goAwayReceived(now: 150 * second)
+        connection.goAwayReceived()
         #expect(!connection.acceptsStreams && connection.stateName == .draining)
         #expect(connection.noStreamsLeft(canStartStreams: false) == .close(.goAway))
         #expect(connection.closed(now: 151 * second, lostReason: "") == .goAway)
@@ -68,7 +68,7 @@ import Testing
         var delays: [Int64] = []
         for _ in 0..<12 {
             connection.becameReady(now: now + 5 * millisecond)
-            connection.goAwayReceived(now: now + 6 * millisecond)
+            connection.goAwayReceived()
             #expect(connection.noStreamsLeft(canStartStreams: false) == .close(.goAway))
             now += 7 * millisecond
             #expect(connection.closed(now: now, lostReason: "") == .goAway)
