@@ -162,6 +162,13 @@ public final class APNsClient: Sendable {
     public var hasReadyConnection: Bool {
         pool.stateCounts.withLock { ($0[.ready] ?? 0) > 0 }
     }
+
+    /// Whether APNs cannot be reached: no connection is ready and opening one keeps failing
+    /// (refused, unreachable, a failed TLS handshake, or turned away right after connecting).
+    /// Any thread; no lock.
+    public var isUnreachable: Bool {
+        pool.unreachable.load(ordering: .relaxed)
+    }
 }
 
 /// Carries one batch from `APNsClient.send` to the pool's loop, so that the loop takes the only

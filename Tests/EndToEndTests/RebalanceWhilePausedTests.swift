@@ -22,8 +22,11 @@ struct RebalanceWhilePausedTests {
         })
         let yaml = environment.configurationYAML(groupID: "e2e-moving", extra: "limits: {max_in_flight: 1}")
             .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
+        #expect(yaml.contains("request_timeout: 60s"))
         let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
-        environment.simulator.close()  // APNs unreachable: nothing in flight ever finishes
+        // APNs takes every notification and never answers: nothing in flight ever finishes.
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
 
         // A takes the limit's worth of work and pauses everything it owns.
         let first = try BackgroundPipeline(configuration: configuration, backpressureGrace: .zero)

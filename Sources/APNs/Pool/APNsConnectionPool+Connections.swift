@@ -1,5 +1,6 @@
 import HTTP2
 import Observability
+import Synchronization
 
 // The connection side of the pool: carrying out connection state machine actions and
 // reacting to HTTP/2 connection events. Loop thread only.
@@ -36,13 +37,19 @@ extension APNsConnectionPool {
         }
     }
 
-    /// Publishes the count of connections per state (on state changes only, never per stream).
+    /// Publishes the count of connections per state (on state changes only, never per stream),
+    /// and whether the endpoint is unreachable: no connection ready, and one that failed twice in
+    /// a row since it last served (a single lost connection that reconnects at once is not an
+    /// outage).
     func refreshStateCounts() {
         var counts: [APNsConnectionStateName: Int] = [:]
+        var failing = false
         for member in members {
             counts[member.machine.stateName, default: 0] += 1
+            if member.machine.consecutiveFailures >= Self.failuresMakingUnreachable { failing = true }
         }
         stateCounts.withLock { $0 = counts }
+        unreachable.store(failing && (counts[.ready] ?? 0) == 0, ordering: .relaxed)
     }
 
     // MARK: - Connection events

@@ -83,6 +83,11 @@ final class APNsConnectionPool: @unchecked Sendable {
     let outstanding = Atomic<Int>(0)
     /// Connections per state, refreshed on every state change (any thread).
     let stateCounts = Locked<[APNsConnectionStateName: Int]>([.closed: 0])
+    /// No connection ready and the attempts to open one failing (any thread; `refreshStateCounts`).
+    let unreachable = Atomic<Bool>(false)
+    /// Consecutive failures of one connection after which, with none ready, the endpoint counts
+    /// as unreachable.
+    static let failuresMakingUnreachable = 2
 
     let configuration: APNsClientConfiguration
     let tls: TLSClientContext

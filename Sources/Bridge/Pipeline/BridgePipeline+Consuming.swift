@@ -277,8 +277,24 @@ extension BridgePipeline {
     /// period; if the work has not drained by then, it pauses every assigned partition and keeps
     /// polling, so the group never sees this member exceed `max.poll.interval.ms`. Paused
     /// partitions resume once half of the limit has drained.
+    ///
+    /// While no APNs endpoint can be reached, every assigned partition is paused at once: the
+    /// backlog stays in Kafka, not in memory, until a connection opens again.
     func applyBackpressure() {
         let limit = configuration.limits.maxInFlight
+        if dispatcher.everyEndpointUnreachable {
+            if !pausedWhileUnreachable.exchange(true, ordering: .relaxed) {
+                logger.warning("APNs unreachable: fetching paused until a connection opens", metadata: [
+                    "bridge.apns_in_flight": "\(dispatcher.inFlight)",
+                ])
+            }
+            pauseAssignedPartitions()
+            return
+        }
+        if pausedWhileUnreachable.exchange(false, ordering: .relaxed) {
+            logger.info("APNs reachable again: fetching resumes once in-flight work is under half of the limit",
+                        metadata: ["bridge.in_flight": "\(inFlight)"])
+        }
         if inFlight >= limit, pausedPartitions.withLock({ $0.isEmpty }) {
             logger.trace("waiting for capacity", metadata: [
                 "bridge.apns_in_flight": "\(dispatcher.inFlight)", "bridge.kafka_unacknowledged": "\(publisher.pendingCount)",

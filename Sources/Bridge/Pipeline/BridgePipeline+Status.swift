@@ -96,7 +96,7 @@ extension BridgePipeline {
         })
         registry.register(MetricsCollector(
             name: "apns_bridge_fetch_pauses_total", type: .counter,
-            help: "Times fetching paused: limits.max_in_flight reached, or a partition holding 10 x max_in_flight records behind an unfinished one."
+            help: "Times fetching paused: limits.max_in_flight reached, no APNs endpoint reachable, or a partition holding 10 x max_in_flight records behind an unfinished one."
         ) { [weak self] in
             self.map { [MetricSample(value: Double($0.fetchPauseCount))] } ?? []
         })

@@ -37,6 +37,8 @@ public final class BridgePipeline: Sendable {
     let spanPausedPartitions = Locked<Set<KafkaTopicPartition>>([])
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
+    /// Fetching is paused because no APNs endpoint can be reached (`applyBackpressure`).
+    let pausedWhileUnreachable = Atomic<Bool>(false)
     let peakInFlightValue = Atomic<Int>(0)
     /// Units of work admitted and not finished: one per token (until its result is acknowledged
     /// by Kafka) or dead letter. One counter, so a token moving from APNs to Kafka is never

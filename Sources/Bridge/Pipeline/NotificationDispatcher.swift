@@ -54,6 +54,13 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// Notifications handed to APNs pools and not finished yet.
     var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
+    /// Consumer thread: whether no APNs endpoint in use can be reached (every pool unreachable),
+    /// so that nothing fetched now could be sent. One app's endpoint down while another's works
+    /// does not count: fetching goes on for the other, bounded by `limits.max_in_flight`.
+    var everyEndpointUnreachable: Bool {
+        !pools.isEmpty && pools.values.allSatisfy(\.isUnreachable)
+    }
+
     /// Opens the pools of every app's configured environment.
     func start() {
         for app in configuration.apps {
