@@ -22,6 +22,8 @@ public struct DemoReport: Sendable {
     public var pipelineExitCode: Int32 = -1
     /// How often the bridge paused fetching for backpressure.
     public var fetchPauses = 0
+    /// The most notifications and outputs the bridge held in flight at once.
+    public var peakInFlight = 0
     /// Wall time from the first request to the last result, in seconds.
     public var seconds = 0.0
 
@@ -142,6 +144,7 @@ public enum DemoRunner {
 
         report.pipelineExitCode = bridge.stop()
         report.fetchPauses = bridge.pipeline.fetchPauseCount
+        report.peakInFlight = bridge.pipeline.peakInFlight
         report.committedRecords = try environment.committedRequestCount(groupID: configuration.kafka.groupID)
         for (key, outcome) in workload.expectedOutcomes where seen[key] != outcome {
             report.mismatches.append("\(key): expected \(outcome.rawValue), got \(seen[key]?.rawValue ?? "nothing")")

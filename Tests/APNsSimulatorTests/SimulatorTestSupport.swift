@@ -2,6 +2,7 @@ import APNs
 import APNsSimulator
 import HTTP2
 import Observability
+import Testing
 @_exported import TestSupport
 
 let sampleToken = String(repeating: "ab", count: 32)
@@ -122,7 +123,8 @@ final class SimulatorClient: HTTP2ClientConnectionDelegate, @unchecked Sendable 
     /// Sends `requests` and waits until each accepted one finished; their results by tag order.
     func exchange(_ requests: [HTTP2Request]) async -> [Result<HTTP2Response, HTTP2StreamFailure>] {
         let tags = await send(requests)
-        _ = await eventually { record.withLock { record in tags.allSatisfy { record.results[$0] != nil } } }
+        let finished = await eventually { record.withLock { record in tags.allSatisfy { record.results[$0] != nil } } }
+        #expect(finished, "\(tags.count) requests sent, not all of them finished")
         return record.withLock { record in tags.compactMap { record.results[$0] } }
     }
 

@@ -118,6 +118,33 @@ struct SettledOutputs {
         for key in expected.keys where seen[key] == nil {
             problems.append("\(key): no result")
         }
+        problems += invalidTokenProblems(expected: expected)
+        return problems
+    }
+
+    /// A token answered as invalid (unregistered or malformed) without its invalid-token record,
+    /// a record for a token that is not invalid, or (unless duplicates are allowed) two records.
+    private func invalidTokenProblems(expected: [String: PushOutcome]) -> [String] {
+        let due = Set(expected.filter { $0.value == .rejected || $0.value == .invalid }.keys)
+        var seen: [String: Int] = [:]
+        var problems: [String] = []
+        for message in invalidTokens {
+            guard let value = message.value, let document = try? JSONScanner.parse(value),
+                  let requestID = document.root["request_id"]?.stringValue,
+                  let token = document.root["token"]?.stringValue else {
+                problems.append("unreadable invalid-token record at offset \(message.offset)")
+                continue
+            }
+            let key = DemoWorkload.outcomeKey(requestID: requestID, token: token)
+            seen[key, default: 0] += 1
+            if !due.contains(key) { problems.append("\(key): invalid-token record for a token that is not invalid") }
+        }
+        for (key, count) in seen where count > 1 && !allowsDuplicates {
+            problems.append("\(key): \(count) invalid-token records")
+        }
+        for key in due where seen[key] == nil {
+            problems.append("\(key): no invalid-token record")
+        }
         return problems
     }
 }

@@ -56,6 +56,9 @@ struct PipelineEndToEndTests {
         if grace == .zero {
             #expect(report.fetchPauses > 0)
         }
+        // Either way admission holds the work to the limit plus one request (at most four tokens).
+        #expect(report.peakInFlight >= 2)
+        #expect(report.peakInFlight < 2 + 4, "peak \(report.peakInFlight)")
     }
 
     /// A limit that is reached and drained over and over while APNs answers promptly never
