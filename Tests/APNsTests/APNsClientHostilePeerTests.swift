@@ -1,3 +1,4 @@
+import Foundation
 import HTTP2
 import Testing
 import TestSupport
@@ -34,8 +35,13 @@ struct APNsClientHostilePeerTests {
         }
 
         /// Sends `count` notifications and waits for every result.
-        func deliver(_ count: Int) async -> Bool {
-            client.send(batch(0..<count))
+        func deliver(_ count: Int, expiringInSeconds: Int64? = nil) async -> Bool {
+            var notifications = batch(0..<count)
+            if let expiringInSeconds {
+                let expiration = Int64(Date().timeIntervalSince1970) + expiringInSeconds
+                for index in notifications.indices { notifications[index].notification.expiration = expiration }
+            }
+            client.send(notifications)
             return await eventually(timeout: .seconds(30)) { recorder.callCount >= count }
         }
 
@@ -132,36 +138,38 @@ struct APNsClientHostilePeerTests {
         #expect(seen.connectionsAccepted == 1 && seen.goAwaysReceived.isEmpty, "\(seen)")
     }
 
-    @Test func refusedStreamsAreResentEightTimesFreeThenCountAsAttempts() async throws {
+    @Test func refusedStreamsAreResentWithoutCountingAndWithoutSpinningUntilTheyExpire() async throws {
         let fixture = try Fixture(.resetStreams(codes: [0x7], closedStreamFlood: 20), maxAttempts: 3)
         defer { fixture.tearDown() }
-        #expect(await fixture.deliver(5))
-        fixture.expectResults(5, attempts: 3) { $0.isRefused }
-        // A peer refusing everything gets 8 free re-sends of each, then 3 counted attempts: no spin.
-        let freeResends = APNsDeliveryStateMachine.Configuration(maxAttempts: 3, retryBackoff: .init(
-            initial: .milliseconds(10), maximum: .milliseconds(100))).freeNotProcessedResends
-        #expect(fixture.peer.observations.headersReceived == 5 * (freeResends + 3))
-        #expect(fixture.recorder.retries == [.refused: 5 * (freeResends + 2)])
+        // A peer refusing everything: not one request was processed, so none is an attempt, and
+        // the notifications end, not sent (expired), when the next re-send would come after
+        // their expiration.
+        #expect(await fixture.deliver(5, expiringInSeconds: 4))
+        fixture.expectResults(5, attempts: 0) { $0.isExpired }
+        let quick = APNsDeliveryStateMachine.Configuration(maxAttempts: 3, retryBackoff: .init(
+            initial: .milliseconds(10), maximum: .milliseconds(100))).quickNotProcessedResends
+        let requests = fixture.peer.observations.headersReceived
+        // More re-sends than maxAttempts and the quick ones, yet spaced: at most one per 50 ms.
+        #expect(requests > 5 * (quick + 1) && requests <= 5 * (quick + 1 + 4_000 / 50), "\(requests)")
         #expect(fixture.peer.observations.connectionsAccepted == 1, "\(fixture.peer.observations)")
     }
 
-    @Test func aGoAwayBeforeEveryRequestEndsAfterMaxAttemptsWithoutAReconnectStorm() async throws {
+    @Test func aGoAwayBeforeEveryRequestIsResentWithoutAReconnectStormUntilItExpires() async throws {
         let fixture = try Fixture(.goAwayBeforeEveryRequest, maxAttempts: 3)
         defer { fixture.tearDown() }
-        #expect(await fixture.deliver(5))
-        fixture.expectResults(5, attempts: 3) { $0.isRefused }
-        // The GOAWAY rule is the refusal rule: 8 free re-sends, then 3 counted attempts.
+        #expect(await fixture.deliver(5, expiringInSeconds: 4))
+        // The GOAWAY rule is the refusal rule: never processed, never an attempt, so expired.
+        fixture.expectResults(5, attempts: 0) { $0.isExpired }
+        // A connection is replaced only after its GOAWAY: no more than one per request round,
+        // plus the one open now.
         let seen = fixture.peer.observations
-        #expect(seen.headersReceived == 5 * 11, "\(seen)")
-        #expect(fixture.recorder.retries == [.goAway: 5 * 10])
-        // A connection is replaced only after its GOAWAY: no more than one per request round
-        // (11 per notification at most), plus the one open now.
-        #expect(seen.goAwaysSent >= 11 && seen.connectionsAccepted <= seen.goAwaysSent + 1)
+        #expect(seen.headersReceived > 5 * 4, "\(seen)")
+        #expect(seen.goAwaysSent >= 4 && seen.connectionsAccepted <= seen.goAwaysSent + 1, "\(seen)")
     }
 }
 
 extension APNsDeliveryResult.Outcome {
-    fileprivate var isRefused: Bool {
-        if case .failure(.refused) = self { true } else { false }
+    fileprivate var isExpired: Bool {
+        if case .expired = self { true } else { false }
     }
 }

@@ -11,12 +11,14 @@ struct APNsDeliveryStateMachine {
         var maxAttempts: Int
         /// Backoff of retried notifications (full jitter).
         var retryBackoff: APNsBackoff
-        /// Backoff of re-sends of streams APNs did not process (REFUSED_STREAM, GOAWAY):
-        /// short, but never zero-delay.
+        /// Backoff of the first re-sends of streams APNs did not process (REFUSED_STREAM,
+        /// GOAWAY): short, but never zero-delay.
         var notProcessedBackoff = APNsBackoff(initial: .milliseconds(20), maximum: .seconds(1))
-        /// Re-sends of one notification that was not processed before such a re-send counts as
-        /// an attempt (so `maxAttempts` ends even an endless series of refusals).
-        var freeNotProcessedResends = 8
+        /// Re-sends of one notification spaced by `notProcessedBackoff`. Later ones back off as
+        /// retries do (up to `retryBackoff`'s maximum): none counts as an attempt (contract §6),
+        /// so a server refusing every stream makes its notifications wait, slowly re-sent, until
+        /// it takes them or their `expiration` passes.
+        var quickNotProcessedResends = 8
         /// While notifications wait, how often their `expiration` is checked.
         var expirySweepNanoseconds: Int64 = 1_000_000_000
     }
@@ -153,7 +155,7 @@ struct APNsDeliveryStateMachine {
             return .finish(Entry.result(of: answer, attempts: entry.attempts))
         }
         let delay: Int64
-        if cause.countsAsAttempt || entry.notProcessedResends >= configuration.freeNotProcessedResends {
+        if cause.countsAsAttempt {
             entry.attempts += 1
             entry.lastAnswer = copy answer
             if entry.attempts >= configuration.maxAttempts {
@@ -164,8 +166,11 @@ struct APNsDeliveryStateMachine {
             entry.notProcessedResends += 1
             if entry.lastAnswer == nil { entry.lastAnswer = answer }
             // Equal jitter: never a zero delay, so a refusing server cannot make the pool spin.
-            delay = configuration.notProcessedBackoff.equalJitterNanoseconds(
-                attempt: entry.notProcessedResends, jitter: jitter)
+            let resends = entry.notProcessedResends
+            let quick = configuration.quickNotProcessedResends
+            delay = resends <= quick
+                ? configuration.notProcessedBackoff.equalJitterNanoseconds(attempt: resends, jitter: jitter)
+                : configuration.retryBackoff.equalJitterNanoseconds(attempt: resends - quick, jitter: jitter)
         }
         let dueAt = now.nanoseconds + delay
         // Never past the notification's expiration: if the retry would come after it, stop now.

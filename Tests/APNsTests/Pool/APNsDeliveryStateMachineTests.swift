@@ -134,13 +134,28 @@ import Testing
     @Test func notProcessedStreamsAreResentWithoutCountingButNeverInATightLoop() {
         var delivery = machine()
         delivery.enqueue([pendingNotification(tag: 1)], now: 0)
-        // A server that refuses every stream forever.
-        let (result, causes, delays) = runUntilFinished(&delivery) { _ in .failure(.refused) }
-        #expect(result?.attempts == 5)   // after the free re-sends, refusals count: it ends
-        #expect(causes.prefix(8).allSatisfy { $0 == .refused })
-        #expect(causes.count == 8 + 4)
-        // Free re-sends: at least 10 ms apart (equal jitter over 20 ms, doubling up to 1 s).
-        #expect(delays.prefix(8).allSatisfy { $0 >= 10 * millisecond })
+        // A server that refuses 40 streams in a row (far more than maxAttempts), then takes it.
+        let refusals = 40
+        let (result, causes, delays) = runUntilFinished(&delivery) { request in
+            request < refusals ? .failure(.refused) : .response(APNsResponse(status: 200))
+        }
+        #expect(result?.attempts == 1)   // only the request APNs processed counts
+        #expect(causes == Array(repeating: .refused, count: refusals))
+        // The first eight: at least 10 ms apart (equal jitter over 20 ms, doubling up to 1 s).
+        #expect(delays.prefix(8).allSatisfy { $0 >= 10 * millisecond && $0 <= second })
+        // Then as retries back off: growing to the 30 s ceiling, never less than half of it.
+        #expect(delays.dropFirst(8).allSatisfy { $0 >= 50 * millisecond })
+        #expect(delays.suffix(20).allSatisfy { $0 >= 15 * second && $0 <= 30 * second })
+
+        // With an expiration, an endless series of refusals ends when the next re-send would
+        // come after it: APNs never took it, so it was not sent: expired.
+        var expiring = machine()
+        let base = instant(nanoseconds: 0).unixSeconds
+        expiring.enqueue([pendingNotification(tag: 3, expiration: base + 60)], now: 0)
+        let (ended, endedCauses, _) = runUntilFinished(&expiring) { _ in .failure(.refused) }
+        #expect(ended?.attempts == 0)
+        #expect(endedCauses.count > 8)
+        if case .expired? = ended?.outcome {} else { Issue.record("\(String(describing: ended?.outcome))") }
         // GOAWAY: the same path, labelled goaway; one re-send, then delivered with attempts 1.
         var other = machine()
         other.enqueue([pendingNotification(tag: 2)], now: 0)
