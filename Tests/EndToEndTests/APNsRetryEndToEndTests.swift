@@ -58,6 +58,30 @@ struct APNsRetryEndToEndTests {
         #expect(attempts.reduce(0, +) == 60 + unavailable)
     }
 
+    /// A 500 whose body is a proxy's HTML page names no reason: the `failed` result still says
+    /// its cause (contract §3), by Apple's name for the status.
+    @Test func retriesRunOutOnAnswersWithoutAReasonAndTheResultStillSaysTheCause() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        try environment.simulator.setFaults(APNsSimulatorFaults(hostileAnswer: .nonJSONErrorBody))
+        try environment.produceRequests(requests(3))
+
+        let runner = try BackgroundPipeline(configuration: try environment.configuration(
+            groupID: "e2e-no-reason", apns: "retry: {max_attempts: 2, initial_backoff: 20ms, max_backoff: 100ms}"))
+        defer { runner.stop() }
+        let results = try readResults(environment, count: 3)
+        #expect(runner.stop() == 0)
+
+        try #require(results.count == 3)
+        for result in results {
+            #expect(result["outcome"] as? String == "failed")
+            #expect(result["status"] as? Int == 500)
+            #expect(result["reason"] as? String == "InternalServerError", "\(result)")
+            #expect(result["attempts"] as? Int == 2)
+        }
+        #expect(environment.simulator.statistics.answersByStatus[500] == 6)
+    }
+
     @Test func aBrownoutDoesNotConsumeTheBacklogAsFailed() throws {
         let environment = try LocalEnvironment(partitions: 2)
         defer { environment.close() }

@@ -57,13 +57,28 @@ struct APNsAnswerInterpreter: Sendable {
                 }
                 return result(.rejected, reason: reason, attempts: answer.attempts, response: response)
             case .retry, .refreshTokenAndRetry:
-                // Retried by the pool until `max_attempts` or the expiration: this was the last answer.
-                return result(.failed, reason: reason, attempts: answer.attempts, response: response)
+                // Retried by the pool until `max_attempts` or the expiration: this was the last
+                // answer, and `reason` says its cause even when the body named none.
+                return result(.failed, reason: reason ?? Self.cause(ofStatus: response.status),
+                              attempts: answer.attempts, response: response)
             }
         case .failure(let failure):
             return result(.failed, reason: failure.resultReason, attempts: answer.attempts)
         case .expired:
             return result(.expired, reason: "Expired", attempts: 0)
+        }
+    }
+}
+
+extension APNsAnswerInterpreter {
+    /// The `reason` of a `failed` result whose last answer carried none (an empty or non-JSON
+    /// body, e.g. a proxy's error page): Apple's name for the status, or `UnexpectedStatus(<status>)`.
+    static func cause(ofStatus status: Int) -> String {
+        switch status {
+        case 429: APNsReason.tooManyRequests.rawValue
+        case 500: APNsReason.internalServerError.rawValue
+        case 503: APNsReason.serviceUnavailable.rawValue
+        default: "UnexpectedStatus(\(status))"
         }
     }
 }
