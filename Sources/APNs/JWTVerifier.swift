@@ -10,6 +10,24 @@ public struct JWTClaims: Sendable, Equatable {
     public var teamID: String
     /// `iat`: Unix seconds.
     public var issuedAt: Int64
+
+    /// Seconds from `iat` until `now` (negative when issued in the future), clamped to Int64's
+    /// range: a signed `iat` may be any Int64, and the plain difference would trap.
+    public func age(at now: Int64) -> Int64 {
+        Self.clampedDifference(now, issuedAt)
+    }
+
+    /// Seconds from `now` until `iat` (negative when issued in the past), clamped likewise.
+    public func secondsAhead(of now: Int64) -> Int64 {
+        Self.clampedDifference(issuedAt, now)
+    }
+
+    /// `minuend - subtrahend`, or the Int64 bound on the side of the true result when it does not fit.
+    private static func clampedDifference(_ minuend: Int64, _ subtrahend: Int64) -> Int64 {
+        let (difference, overflow) = minuend.subtractingReportingOverflow(subtrahend)
+        guard overflow else { return difference }
+        return minuend < subtrahend ? .min : .max
+    }
 }
 
 /// Why a provider token was refused; `reason` is what APNs answers (always status 403).
@@ -120,8 +138,8 @@ public struct JWTVerifier: Sendable {
     /// Checks only the age of already verified claims against the clock (for cached verifications).
     public func checkAge(_ claims: JWTClaims) throws(JWTVerificationError) {
         let now = clock()
-        if now - claims.issuedAt > maximumAgeSeconds { throw .expired(issuedAt: claims.issuedAt) }
-        if claims.issuedAt - now > maximumFutureSeconds { throw .invalidToken("iat is in the future") }
+        if claims.age(at: now) > maximumAgeSeconds { throw .expired(issuedAt: claims.issuedAt) }
+        if claims.secondsAhead(of: now) > maximumFutureSeconds { throw .invalidToken("iat is in the future") }
     }
 
     /// `r ‖ s` → DER through OpenSSL's own encoder (`ECDSA_SIG_set0` + `i2d_ECDSA_SIG`).

@@ -183,7 +183,7 @@ public final class APNsSimulatorRules: Sendable {
             return error.reason
         }
         let now = verifier.clock()
-        if let maximumAge = limits.maximumAgeSeconds, now - claims.issuedAt > maximumAge { return .expiredProviderToken }
+        if let maximumAge = limits.maximumAgeSeconds, claims.age(at: now) > maximumAge { return .expiredProviderToken }
         if let team = connection.boundTeamID, team != claims.teamID { return .invalidProviderToken }
         if authorization != connection.currentAuthorization {
             if let interval = limits.updateMinimumIntervalSeconds, let since = connection.currentAuthorizationSince,

@@ -6,13 +6,14 @@ import HTTP2
 @Suite struct APNsSimulatorRulesTests {
     let clock = TestClock()
     let signer: JWTSigner
+    let trusted: JWTVerifier.TrustedKey
     let rules: APNsSimulatorRules
     let unregisteredToken = String(repeating: "cd", count: 32)
 
     init() throws {
         let pair = try APNsAuthKeyGenerator.generate()
         signer = JWTSigner(key: try APNsSigningKey(pem: pair.privateKeyPKCS8PEM), keyID: "ABC123DEFG", teamID: "TEAM123456")
-        let trusted = JWTVerifier.TrustedKey(publicKey: try APNsPublicKey(pem: pair.publicKeyPEM), teamID: "TEAM123456")
+        trusted = JWTVerifier.TrustedKey(publicKey: try APNsPublicKey(pem: pair.publicKeyPEM), teamID: "TEAM123456")
         let verifier = JWTVerifier(keys: ["ABC123DEFG": trusted], clock: clock.function)
         rules = APNsSimulatorRules(verifier: verifier, unregisteredTokens: [unregisteredToken.uppercased(): 1_700_000_000_123],
                                    sendsUniqueID: true)
@@ -127,6 +128,20 @@ import HTTP2
         clock.advance(by: 3601)
         expectRejection(valid, 403, .expiredProviderToken)
         #expect(answer(try request()).status == 200)   // a freshly signed token works again
+    }
+
+    @Test func extremeIssueTimesAreRefusedWithoutOverflowing() throws {
+        let ancient = try request(headers: ["authorization": "bearer " + (try signer.sign(issuedAt: .min))])
+        let distant = try request(headers: ["authorization": "bearer " + (try signer.sign(issuedAt: .max))])
+        expectRejection(ancient, 403, .expiredProviderToken)
+        expectRejection(distant, 403, .invalidProviderToken)
+        // A verifier that takes tokens of any age leaves the age to the token limits.
+        let lenient = APNsSimulatorRules(verifier: JWTVerifier(keys: ["ABC123DEFG": trusted], maximumAgeSeconds: .max,
+                                                               clock: clock.function))
+        var connection = APNsConnectionAuthState()
+        let limited = lenient.answer(ancient, connection: &connection,
+                                     tokenLimits: APNsSimulatorRules.TokenLimits(maximumAgeSeconds: 3600))
+        #expect(limited.status == 403 && limited.reason == .expiredProviderToken)
     }
 
     @Test func bindsAConnectionToOneTeam() throws {

@@ -82,4 +82,16 @@ import Testing
             #expect(error.reason == .invalidProviderToken)
         }
     }
+
+    @Test func extremeIssueTimesAreRefusedWithoutOverflowing() throws {
+        let fixture = try Fixture()
+        let ancient = try fixture.signer.sign(issuedAt: .min)
+        #expect(throws: JWTVerificationError.expired(issuedAt: .min)) { try fixture.verifier.verify(ancient) }
+        let distant = try fixture.signer.sign(issuedAt: .max)
+        #expect(throws: JWTVerificationError.invalidToken("iat is in the future")) { try fixture.verifier.verify(distant) }
+        // A clock before 1970 puts the far future beyond Int64 too.
+        fixture.clock.advance(by: -fixture.clock.now - 1)
+        #expect(throws: JWTVerificationError.invalidToken("iat is in the future")) { try fixture.verifier.verify(distant) }
+        #expect(throws: JWTVerificationError.expired(issuedAt: .min)) { try fixture.verifier.verify(ancient) }
+    }
 }
