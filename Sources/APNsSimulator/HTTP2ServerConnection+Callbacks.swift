@@ -21,14 +21,23 @@ func serverOnBeginHeaders(_ session: OpaquePointer?, _ frame: UnsafePointer<nght
     return 0
 }
 
-/// Called for each request header field.
+/// Called for each request header field; a header list above the announced maximum resets the
+/// stream before the field is copied.
 func serverOnHeader(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?,
                     _ name: UnsafePointer<UInt8>?, _ nameLength: Int,
                     _ value: UnsafePointer<UInt8>?, _ valueLength: Int,
                     _ flags: UInt8, _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let frame, let name, let value else { return 0 }
     let connection = serverConnection(userData)
-    guard let index = connection.streams.index(forKey: frame.pointee.hd.stream_id) else { return 0 }
+    let streamID = frame.pointee.hd.stream_id
+    guard let index = connection.streams.index(forKey: streamID) else { return 0 }
+    let listBytes = connection.streams.values[index].headerListBytes
+        + HTTP2ServerConnection.headerListSize(nameLength: nameLength, valueLength: valueLength)
+    guard listBytes <= HTTP2ServerConnection.maxRequestHeaderListBytes else {
+        connection.resetStream(streamID, errorCode: NGHTTP2_ENHANCE_YOUR_CALM)
+        return 0
+    }
+    connection.streams.values[index].headerListBytes = listBytes
     let nameText = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
     let valueText = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
     switch nameText {
@@ -101,7 +110,8 @@ func serverReadResponseBody(_ session: OpaquePointer?, _ streamID: Int32, _ buff
 }
 
 extension HTTP2Session {
-    /// A server session announcing `maxConcurrentStreams`; the SETTINGS are queued.
+    /// A server session announcing `maxConcurrentStreams` and the maximum header list size; the
+    /// SETTINGS are queued.
     static func makeServer(userData: UnsafeMutableRawPointer, maxConcurrentStreams: Int) throws -> OpaquePointer {
         let session = try make(userData: userData, server: true) { callbacks in
             nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, serverOnBeginHeaders)
@@ -110,7 +120,10 @@ extension HTTP2Session {
             nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, serverOnFrame)
             nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, serverOnStreamClose)
         }
-        try submitSettings(session, [(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, UInt32(clamping: maxConcurrentStreams))])
+        try submitSettings(session, [
+            (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, UInt32(clamping: maxConcurrentStreams)),
+            (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, UInt32(HTTP2ServerConnection.maxRequestHeaderListBytes)),
+        ])
         return session
     }
 }

@@ -13,6 +13,8 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         var path = ""
         var authority = ""
         var headers: [(name: String, value: String)] = []
+        /// The size of the header list so far, as SETTINGS_MAX_HEADER_LIST_SIZE counts it.
+        var headerListBytes = 0
         var body: [UInt8] = []
         var dispatched = false
         var responded = false
@@ -22,6 +24,17 @@ final class HTTP2ServerConnection: @unchecked Sendable {
 
     /// Request bodies larger than this reset the stream (ENHANCE_YOUR_CALM).
     static let maxRequestBodyBytes = 1 << 20
+
+    /// SETTINGS_MAX_HEADER_LIST_SIZE the server announces (APNs: 8000). A request whose header
+    /// list grows past it (names, values and 32 bytes per field, RFC 9113 §6.5.2; trailers
+    /// included) is reset (ENHANCE_YOUR_CALM) and nothing more of it is kept: HPACK lets a few
+    /// bytes on the wire stand for a large dynamic table entry, repeated.
+    static let maxRequestHeaderListBytes = 8000
+
+    /// The bytes one header field counts towards SETTINGS_MAX_HEADER_LIST_SIZE.
+    static func headerListSize(nameLength: Int, valueLength: Int) -> Int {
+        nameLength + valueLength + 32
+    }
 
     let loop: EventLoop
     /// Released when the connection closes: a handler that keeps responders (which hold the
@@ -150,6 +163,14 @@ final class HTTP2ServerConnection: @unchecked Sendable {
                                           NGHTTP2_INTERNAL_ERROR.rawValue)
         }
         connection.scheduleFlush()
+    }
+
+    /// Forgets a request stream and resets it with `errorCode`; its remaining frames are
+    /// ignored. Loop thread (inside nghttp2's callbacks, which send the reset afterwards).
+    func resetStream(_ streamID: Int32, errorCode: nghttp2_error_code) {
+        streams.removeValue(forKey: streamID)
+        guard let session else { return }
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode.rawValue)
     }
 
     /// A request stream began (its HEADERS arrived). Loop thread.
