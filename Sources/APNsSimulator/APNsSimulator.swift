@@ -30,6 +30,11 @@ public final class APNsSimulator: Sendable {
         let server: HTTP2Server
     }
 
+    /// The bytes of a request body the simulator keeps: one more than Apple's largest payload
+    /// (VoIP, 5120 bytes), so no cut body passes for a valid one. The rest is only counted, and
+    /// the rules answer such a body 413 PayloadTooLarge.
+    public static let keptBodyBytes = (APNsPushType.allCases.map(\.maximumPayloadBytes).max() ?? 5120) + 1
+
     /// Creates a simulator; `clock` (Unix seconds) decides provider-token age and token switches.
     /// - Throws: ``APNsKeyError`` for a bad trusted key, ``APNsSimulatorError`` for unusable faults.
     public init(
@@ -53,7 +58,8 @@ public final class APNsSimulator: Sendable {
             let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "apns-simulator")
             do {
                 let server = try HTTP2Server(host: configuration.host, port: configuration.port, tls: tls, group: group,
-                                             maxConcurrentStreams: configuration.maxConcurrentStreams, handler: handler)
+                                             maxConcurrentStreams: configuration.maxConcurrentStreams,
+                                             requestBodyLimit: .truncate(after: Self.keptBodyBytes), handler: handler)
                 server.setInitialMaxConcurrentStreams(handler.currentFaults.initialMaxConcurrentStreams)
                 running = Running(group: group, server: server)
             } catch {

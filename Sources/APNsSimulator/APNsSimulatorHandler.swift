@@ -70,7 +70,7 @@ final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unch
         }
 
         let simulated = APNsSimulatorRequest(method: request.method, path: request.path,
-                                             headers: request.headers, body: request.body)
+                                             headers: request.headers, body: request.body, bodyLength: request.bodyLength)
         var answer: APNsSimulatorAnswer
         if let overridden = answerOverride?(simulated) {
             answer = overridden

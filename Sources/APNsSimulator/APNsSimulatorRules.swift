@@ -153,8 +153,8 @@ public final class APNsSimulatorRules: Sendable {
         if let expiration = headers.expiration, !Self.isValidExpiration(expiration) { return reject(.badExpirationDate) }
         if let collapseID = headers.collapseID, collapseID.utf8.count > 64 { return reject(.badCollapseId) }
         if let requestedID = headers.apnsID, !Self.isValidUUID(requestedID) { return reject(.badMessageId) }
-        if request.body.isEmpty { return reject(.payloadEmpty) }
-        if request.body.count > pushType.maximumPayloadBytes { return reject(.payloadTooLarge) }
+        if request.bodyLength == 0 { return reject(.payloadEmpty) }
+        if request.bodyLength > pushType.maximumPayloadBytes { return reject(.payloadTooLarge) }
 
         // 410: the token is no longer active.
         if let unregisteredAt = unregisteredTokens[token.lowercased()] {

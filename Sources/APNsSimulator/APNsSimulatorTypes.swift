@@ -7,15 +7,19 @@ public struct APNsSimulatorRequest: Sendable {
     public var path: String
     /// Regular headers, lower-case names (HTTP/2), no pseudo headers.
     public var headers: [(name: String, value: String)]
-    /// The body.
+    /// The body, or its first ``APNsSimulator/keptBodyBytes`` when it was longer.
     public var body: [UInt8]
+    /// The body's length as received (what the payload limits are checked against).
+    public var bodyLength: Int
 
-    /// Creates a request.
-    public init(method: String = "POST", path: String, headers: [(name: String, value: String)], body: [UInt8]) {
+    /// Creates a request; `bodyLength` nil means `body.count`.
+    public init(method: String = "POST", path: String, headers: [(name: String, value: String)], body: [UInt8],
+                bodyLength: Int? = nil) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+        self.bodyLength = bodyLength ?? body.count
     }
 }
 

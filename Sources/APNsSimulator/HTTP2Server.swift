@@ -26,6 +26,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     private let tls: TLSServerContext
     private let group: EventLoopGroup
     private let handler: HTTP2ServerHandler
+    private let requestBodyLimit: HTTP2RequestBodyLimit
     private let observer: HTTP2ServerObserver?
     private let acceptLoop: EventLoop
     private let listenFD: Int32
@@ -34,10 +35,13 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
 
     /// Binds and listens (SO_REUSEADDR) on `host`:`port`; port 0 picks an ephemeral port.
     ///
-    /// - Parameter maxConcurrentStreams: SETTINGS_MAX_CONCURRENT_STREAMS announced to clients.
+    /// - Parameters:
+    ///   - maxConcurrentStreams: SETTINGS_MAX_CONCURRENT_STREAMS announced to clients.
+    ///   - requestBodyLimit: what happens to a request body longer than the server keeps.
     /// - Throws: ``HTTP2Error`` when the address cannot be resolved or bound.
     public init(host: String, port: Int, tls: TLSServerContext, group: EventLoopGroup,
-                maxConcurrentStreams: Int, handler: HTTP2ServerHandler) throws {
+                maxConcurrentStreams: Int, requestBodyLimit: HTTP2RequestBodyLimit = .standard,
+                handler: HTTP2ServerHandler) throws {
         let address = try SocketAddress.resolve(host: host, port: port, passive: true)[0]
         let listenFD = try address.listen(backlog: 1024)
         self.listenFD = listenFD
@@ -45,6 +49,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         self.tls = tls
         self.group = group
         self.handler = handler
+        self.requestBodyLimit = requestBodyLimit
         self.observer = handler as? HTTP2ServerObserver
         self.acceptLoop = group.next()
         self.shared = Locked(Shared(maxConcurrentStreams: maxConcurrentStreams))
@@ -141,7 +146,8 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
                 let connection = HTTP2ServerConnection(
                     fd: fd, ssl: ssl, loop: loop, server: self, handler: handler, observer: observer,
                     maxConcurrentStreams: shared.maxConcurrentStreams,
-                    initialMaxConcurrentStreams: shared.initialMaxConcurrentStreams)
+                    initialMaxConcurrentStreams: shared.initialMaxConcurrentStreams,
+                    requestBodyLimit: requestBodyLimit)
                 shared.connections[ObjectIdentifier(connection)] = connection
                 return connection
             }

@@ -50,20 +50,28 @@ func serverOnHeader(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_fr
     return 0
 }
 
-/// Called for each chunk of a request body; a body above the cap resets the stream.
+/// Called for each chunk of a request body: counted, then kept up to the server's limit (past
+/// it the stream is reset, or the rest only counted).
 func serverOnDataChunk(_ session: OpaquePointer?, _ flags: UInt8, _ streamID: Int32,
                        _ data: UnsafePointer<UInt8>?, _ length: Int,
                        _ userData: UnsafeMutableRawPointer?) -> Int32 {
-    guard let data, let session else { return 0 }
+    guard let data else { return 0 }
     let connection = serverConnection(userData)
     guard let index = connection.streams.index(forKey: streamID) else { return 0 }
-    if connection.streams.values[index].body.count + length > HTTP2ServerConnection.maxRequestBodyBytes {
-        connection.streams.removeValue(forKey: streamID)
-        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
-                                      NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
-        return 0
+    let received = connection.streams.values[index].bodyLength + length
+    connection.streams.values[index].bodyLength = received
+    let kept: Int
+    switch connection.requestBodyLimit {
+    case .reset(let above):
+        guard received <= above else {
+            connection.resetStream(streamID, errorCode: NGHTTP2_ENHANCE_YOUR_CALM)
+            return 0
+        }
+        kept = length
+    case .truncate(let after):
+        kept = min(length, max(0, after - connection.streams.values[index].body.count))
     }
-    connection.streams.values[index].body.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+    connection.streams.values[index].body.append(contentsOf: UnsafeBufferPointer(start: data, count: kept))
     return 0
 }
 

@@ -16,14 +16,13 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         /// The size of the header list so far, as SETTINGS_MAX_HEADER_LIST_SIZE counts it.
         var headerListBytes = 0
         var body: [UInt8] = []
+        /// Body bytes received, kept or not.
+        var bodyLength = 0
         var dispatched = false
         var responded = false
         var responseBody: [UInt8] = []
         var responseOffset = 0
     }
-
-    /// Request bodies larger than this reset the stream (ENHANCE_YOUR_CALM).
-    static let maxRequestBodyBytes = 1 << 20
 
     /// SETTINGS_MAX_HEADER_LIST_SIZE the server announces (APNs: 8000). A request whose header
     /// list grows past it (names, values and 32 bytes per field, RFC 9113 §6.5.2; trailers
@@ -37,6 +36,8 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     }
 
     let loop: EventLoop
+    /// What happens to a request body longer than the server keeps.
+    let requestBodyLimit: HTTP2RequestBodyLimit
     /// Released when the connection closes: a handler that keeps responders (which hold the
     /// connection) would otherwise form a cycle with it.
     private var handler: HTTP2ServerHandler?
@@ -61,8 +62,10 @@ final class HTTP2ServerConnection: @unchecked Sendable {
 
     /// Takes ownership of the accepted socket `fd` and `ssl`.
     init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, server: HTTP2Server, handler: HTTP2ServerHandler,
-         observer: HTTP2ServerObserver?, maxConcurrentStreams: Int, initialMaxConcurrentStreams: Int?) {
+         observer: HTTP2ServerObserver?, maxConcurrentStreams: Int, initialMaxConcurrentStreams: Int?,
+         requestBodyLimit: HTTP2RequestBodyLimit) {
         self.loop = loop
+        self.requestBodyLimit = requestBodyLimit
         self.handler = handler
         self.observer = observer
         self.server = server
@@ -218,7 +221,7 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         streams.values[index].dispatched = true
         let stream = streams.values[index]
         let request = HTTP2ServerRequest(method: stream.method, path: stream.path, authority: stream.authority,
-                                         headers: stream.headers, body: stream.body)
+                                         headers: stream.headers, body: stream.body, bodyLength: stream.bodyLength)
         streams.values[index].headers = []  // the request now holds the only reference
         streams.values[index].body = []
         requestsReceived += 1

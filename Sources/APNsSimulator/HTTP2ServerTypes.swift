@@ -5,23 +5,38 @@ public struct HTTP2ServerRequest: Sendable {
     public var method: String, path: String, authority: String
     /// Regular headers, without pseudo headers.
     public var headers: [(name: String, value: String)]
-    /// The body (at most ``HTTP2ServerConnection/maxRequestBodyBytes``).
+    /// The body, or its first bytes when the server keeps no more (``HTTP2RequestBodyLimit/truncate(after:)``).
     public var body: [UInt8]
+    /// The body's length as received: more than `body.count` when the server kept only the first bytes.
+    public var bodyLength: Int
 
-    /// Creates a request.
+    /// Creates a request; `bodyLength` nil means `body.count`.
     public init(method: String, path: String, authority: String,
-                headers: [(name: String, value: String)], body: [UInt8]) {
+                headers: [(name: String, value: String)], body: [UInt8], bodyLength: Int? = nil) {
         self.method = method
         self.path = path
         self.authority = authority
         self.headers = headers
         self.body = body
+        self.bodyLength = bodyLength ?? body.count
     }
 
     /// The first value of header `name` (lower-case), or nil.
     public func header(_ name: String) -> String? {
         headers.first { $0.name == name }?.value
     }
+}
+
+/// What an ``HTTP2Server`` does with a request body longer than it keeps.
+public enum HTTP2RequestBodyLimit: Sendable, Equatable {
+    /// Resets the stream (ENHANCE_YOUR_CALM) once its body passes `above` bytes.
+    case reset(above: Int)
+    /// Keeps the first `after` bytes, only counts the rest (``HTTP2ServerRequest/bodyLength``)
+    /// and hands the request on at the end of the stream.
+    case truncate(after: Int)
+
+    /// Without a limit of its own, a server resets bodies above 1 MiB.
+    public static let standard = HTTP2RequestBodyLimit.reset(above: 1 << 20)
 }
 
 /// Answers the requests of an ``HTTP2Server``.

@@ -1,11 +1,12 @@
 import APNs
 import CNGHTTP2
+import Observability
 @testable import HTTP2
 import Testing
 @testable import APNsSimulator
 
 /// What the simulator keeps of one request is bounded, whatever a client sends: header lists
-/// by the announced SETTINGS_MAX_HEADER_LIST_SIZE.
+/// by the announced SETTINGS_MAX_HEADER_LIST_SIZE, bodies by Apple's largest payload.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct APNsSimulatorRequestLimitTests {
     /// `count` extra `x-pad` headers of `bytes` each, all alike: HPACK sends the first one into
@@ -29,6 +30,32 @@ struct APNsSimulatorRequestLimitTests {
         #expect(results[1].statusAndReason?.status == 200, "a header list under the maximum is taken")
         #expect(results[2].statusAndReason?.status == 200, "the connection carries on")
         #expect(fixture.simulator.statistics.requestsReceived == 2)
+        #expect(client.closeReason == nil)
+        await client.stop()
+    }
+
+    @Test func aBodyAboveApplesLargestPayloadIsCountedNotKeptAndAnswered413() async throws {
+        let seen = Locked<[(kept: Int, length: Int)]>([])
+        let fixture = try SimulatorFixture(answerOverride: { request in
+            seen.withLock { $0.append((request.body.count, request.bodyLength)) }
+            return nil
+        })
+        defer { fixture.stop() }
+        let client = try fixture.client()
+        #expect(await client.connect())
+        let authorization = try fixture.authorization()
+        var huge = fixture.request(authorization: authorization)
+        huge.body = [UInt8](repeating: 0x20, count: 2 << 20)
+        var voip = fixture.request(authorization: authorization, topic: sampleTopic + ".voip", pushType: .voip)
+        voip.body = [UInt8](repeating: 0x20, count: 5120)
+        let results = await client.exchange([huge, voip])
+        try #require(results.count == 2)
+        #expect(results[0].statusAndReason?.status == 413)
+        #expect(results[0].statusAndReason?.reason == .payloadTooLarge)
+        #expect(results[1].statusAndReason?.status == 200, "Apple's largest payload is kept whole")
+        let requests = seen.withLock { $0 }.sorted { $0.length < $1.length }   // the smaller one may finish first
+        #expect(requests.map(\.kept) == [5120, APNsSimulator.keptBodyBytes])
+        #expect(requests.map(\.length) == [5120, 2 << 20])
         #expect(client.closeReason == nil)
         await client.stop()
     }

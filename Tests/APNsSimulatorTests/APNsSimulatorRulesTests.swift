@@ -114,6 +114,10 @@ import HTTP2
         let voip = try request(headers: ["apns-push-type": "voip", "apns-topic": sampleTopic + ".voip"],
                                body: [UInt8](repeating: 0x20, count: 5121))
         expectRejection(voip, 413, .payloadTooLarge)
+        // A body the server kept only the start of is judged by its length as received.
+        var cut = try request(body: [UInt8](repeating: 0x20, count: 100))
+        cut.bodyLength = 2 << 20
+        expectRejection(cut, 413, .payloadTooLarge)
     }
 
     @Test func answersProviderTokenErrors() throws {

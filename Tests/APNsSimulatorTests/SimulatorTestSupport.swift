@@ -20,7 +20,7 @@ final class SimulatorFixture: @unchecked Sendable {
     let clientCertificate: CertificateFiles?
 
     init(faults: APNsSimulatorFaults = APNsSimulatorFaults(), maxConcurrentStreams: Int = 100,
-         clientCertificateCommonName: String? = nil) throws {
+         clientCertificateCommonName: String? = nil, answerOverride: APNsSimulator.AnswerOverride? = nil) throws {
         scratch = try ScratchDirectory()
         credentials = try TestCredentials.generate(in: scratch.path)
         var configuration = credentials.simulatorConfiguration()
@@ -36,7 +36,7 @@ final class SimulatorFixture: @unchecked Sendable {
         }
         let clock = TestClock(Timestamp.nowMilliseconds() / 1000)
         self.clock = clock
-        simulator = try APNsSimulator(configuration: configuration, clock: clock.function)
+        simulator = try APNsSimulator(configuration: configuration, clock: clock.function, answerOverride: answerOverride)
         signer = JWTSigner(key: try APNsSigningKey(pemFile: credentials.authKeyFile),
                            keyID: credentials.keyID, teamID: credentials.teamID)
         try simulator.start()
