@@ -14,7 +14,8 @@ import Synchronization
 /// configuration and can be changed at run time with ``setFaults(_:)``; ``statistics`` tells what
 /// the simulator saw. Client-certificate auth is on when the configuration names a client CA.
 public final class APNsSimulator: Sendable {
-    /// A test's own answer for a request instead of the rules' (nil: the rules answer).
+    /// A test's own answer for a request instead of the rules' (nil: the rules answer). An
+    /// overridden request passes no authentication, so it does not raise an initial stream limit.
     public typealias AnswerOverride = @Sendable (APNsSimulatorRequest) -> APNsSimulatorAnswer?
 
     /// The settings it was created with (its `faults` are the initial ones).

@@ -7,7 +7,8 @@ import Observability
 /// the connection (`HTTP2ServerConnection.handlerState`).
 ///
 /// Order per stream: count it; drop / half-open / GOAWAY by the connection's stream count; stall;
-/// the rules' answer (token limits from the faults); an injected failure instead of a 200; then
+/// the rules' answer (token limits from the faults; the first request that passes authentication
+/// raises the connection's initial stream limit); an injected failure instead of a 200; then
 /// the answer, after `latency` on a loop timer.
 final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unchecked Sendable {
     // @unchecked: immutable references to thread-safe objects (rules, Locked state, the
@@ -80,8 +81,8 @@ final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unch
                 maximumAgeSeconds: faults.jwtMaximumAge?.wholeSeconds,
                 updateMinimumIntervalSeconds: faults.tokenUpdateMinimumInterval?.wholeSeconds)
             answer = rules.answer(simulated, connection: &state.auth, tokenLimits: limits)
+            if state.auth.hasAuthenticatedRequest { connection.raiseConcurrentStreamLimit() }
         }
-        if answer.status != 403 { connection.raiseConcurrentStreamLimit() }
         if answer.status == 200, !faults.failureRates.isEmpty,
            let failure = faults.injectedFailure(draw: Double.random(in: 0..<1)) {
             answer = APNsSimulatorAnswer(status: failure.status, headers: answer.headers,

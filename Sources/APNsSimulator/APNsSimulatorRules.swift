@@ -130,6 +130,7 @@ public final class APNsSimulatorRules: Sendable {
             guard let policy = certificateAuthPolicy else { return reject(.missingProviderToken) }
             if let failure = policy(subject, headers.topic) { return reject(failure) }
         }
+        connection.hasAuthenticatedRequest = true
 
         // 400: the request itself.
         if token.isEmpty { return reject(.missingDeviceToken) }

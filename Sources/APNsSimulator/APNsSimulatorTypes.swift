@@ -58,6 +58,9 @@ public struct APNsConnectionAuthState: Sendable {
     public var currentAuthorization: String?
     /// When (Unix seconds) the connection switched to `currentAuthorization`.
     public var currentAuthorizationSince: Int64?
+    /// Whether a request on this connection has passed authentication (a provider token or the
+    /// client certificate was accepted); requests answered before it ran do not count.
+    public var hasAuthenticatedRequest = false
 
     /// Creates the state of a fresh connection.
     public init(clientCertificateSubject: String? = nil, boundTeamID: String? = nil) {

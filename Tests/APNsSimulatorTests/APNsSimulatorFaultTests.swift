@@ -157,6 +157,15 @@ struct APNsSimulatorFaultTests {
         let unauthenticated = await client.exchange([fixture.request(authorization: nil)])
         #expect(unauthenticated.first?.statusAndReason?.reason == .missingProviderToken)
         #expect(client.lastSettings == 1)
+        // Answers given before authentication ran (a bad path, duplicate headers) raise nothing either.
+        var badPath = fixture.request(authorization: try fixture.authorization())
+        badPath.path = "/2/device/" + sampleToken
+        var duplicated = fixture.request(authorization: try fixture.authorization())
+        duplicated.headers.append((name: "apns-topic", value: sampleTopic))
+        for (request, reason) in [(badPath, APNsReason.badPath), (duplicated, .duplicateHeaders)] {
+            #expect(await client.exchange([request]).first?.statusAndReason?.reason == reason)
+            #expect(client.lastSettings == 1, "after \(reason)")
+        }
         let valid = await client.exchange([fixture.request(authorization: try fixture.authorization())])
         #expect(valid.first?.statusAndReason?.status == 200)
         #expect(await eventually { client.lastSettings == 50 })

@@ -148,6 +148,20 @@ import HTTP2
         #expect(limited.status == 403 && limited.reason == .expiredProviderToken)
     }
 
+    @Test func onlyRequestsThatPassAuthenticationMarkTheConnectionAuthenticated() throws {
+        var duplicated = try request()
+        duplicated.headers.append((name: "apns-topic", value: sampleTopic))
+        for early in [try request(method: "GET"), try request(path: "/2/device/" + sampleToken), duplicated,
+                      try request(headers: ["authorization": nil])] {
+            var connection = APNsConnectionAuthState()
+            #expect(rules.answer(early, connection: &connection).status != 200)
+            #expect(!connection.hasAuthenticatedRequest)
+        }
+        var connection = APNsConnectionAuthState()
+        #expect(rules.answer(try request(token: "abc"), connection: &connection).reason == .badDeviceToken)
+        #expect(connection.hasAuthenticatedRequest, "the request itself is judged after authentication")
+    }
+
     @Test func bindsAConnectionToOneTeam() throws {
         var connection = APNsConnectionAuthState()
         #expect(rules.answer(try request(), connection: &connection).status == 200)
