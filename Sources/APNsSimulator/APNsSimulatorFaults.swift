@@ -7,7 +7,7 @@ import APNs
 /// Every fault is decided per stream on the connection's event loop; delays are loop timers,
 /// never sleeps. Stream counts are per connection and include the stream that triggers the fault.
 public struct APNsSimulatorFaults: Sendable, Equatable {
-    /// Every answer is sent this much later.
+    /// Every answer is sent this much later (at most ``maximumLatency``).
     public var latency: Duration
     /// After every N streams received on a connection: GOAWAY (NO_ERROR) naming the N-th stream as
     /// the last one processed; streams up to it are answered, later ones refused, and the
@@ -67,8 +67,13 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
         503: .serviceUnavailable,
     ]
 
+    /// The longest `latency` taken: an hour is far past any client's stream timeout, and a
+    /// longer one would overflow the event loop's timer deadline and fire at once.
+    public static let maximumLatency = Duration.seconds(3600)
+
     /// What is wrong with these faults (nil when usable): unknown statuses, probabilities
-    /// outside 0...1 or summing above 1, counts below 1, negative durations.
+    /// outside 0...1 or summing above 1, counts below 1, negative durations, a latency above
+    /// ``maximumLatency``.
     public var problem: String? {
         for (status, rate) in failureRates.sorted(by: { $0.key < $1.key }) {
             if Self.injectableFailures[status] == nil {
@@ -87,6 +92,7 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
                                  ("token-update-interval", tokenUpdateMinimumInterval)] {
             if let duration, duration < .zero { return "\(name) must not be negative" }
         }
+        if latency > Self.maximumLatency { return "latency \(latency) is longer than the maximum of 1 hour" }
         return hostileAnswer?.problem
     }
 

@@ -10,7 +10,7 @@ extension SimulatorCommand {
 
     static let faultHelp = """
       Faults (all off by default; counts are streams per connection):
-      --latency DURATION   delay every answer (e.g. 20ms), on the event loop's timers
+      --latency DURATION   delay every answer (e.g. 20ms, at most 1h), on the event loop's timers
       --goaway-every N     GOAWAY (NO_ERROR) after every N streams; later streams are refused and
                            the connection closes once drained
       --drop-every N       close the connection abruptly (no GOAWAY) on its N-th stream

@@ -249,6 +249,10 @@ struct APNsSimulatorFaultTests {
         #expect(APNsSimulatorFaults(stallRate: 1.5).problem != nil)
         #expect(APNsSimulatorFaults(goAwayEveryStreams: 0).problem != nil)
         #expect(APNsSimulatorFaults(latency: .milliseconds(-1)).problem != nil)
+        #expect(APNsSimulatorFaults(latency: .seconds(3600)).problem == nil)
+        for tooLong in [Duration.seconds(3600) + .nanoseconds(1), .seconds(Int64.max)] {
+            #expect(APNsSimulatorFaults(latency: tooLong).problem?.contains("latency") == true)
+        }
         let fixture = try SimulatorFixture()
         defer { fixture.stop() }
         #expect(throws: APNsSimulatorError.self) { try fixture.simulator.setFaults(APNsSimulatorFaults(halfOpenAfterStreams: 0)) }
