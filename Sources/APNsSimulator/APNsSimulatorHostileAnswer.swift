@@ -12,7 +12,7 @@ public enum APNsSimulatorHostileAnswer: Sendable, Equatable {
     case hugeErrorBody(bytes: Int)
     /// 200 with a JSON body (APNs sends none).
     case bodyOnSuccess
-    /// 200 with one extra header whose value is `bytes` long.
+    /// 200 with one extra header whose value is `bytes` long (at most ``maximumHeaderBytes``).
     case oversizedHeader(bytes: Int)
     /// `count` PING frames on the connection before each answer.
     case pingFlood(count: Int)
@@ -22,12 +22,19 @@ public enum APNsSimulatorHostileAnswer: Sendable, Equatable {
     /// The reason sent by `unknownReason`.
     public static let unknownReasonText = "NotAnAPNsReason"
 
+    /// The longest value `oversizedHeader` takes: nghttp2 sends no header block above 64 KiB
+    /// (its default limit), so a longer one would never leave the server while counted as sent.
+    public static let maximumHeaderBytes = 60 << 10
+
     /// What is wrong with this mode (nil when usable): sizes and counts must be positive and
-    /// bounded (at most 64 MiB, 100,000 frames).
+    /// bounded (bodies at most 64 MiB, headers at most ``maximumHeaderBytes``, 100,000 frames).
     var problem: String? {
         switch self {
-        case .hugeErrorBody(let bytes), .oversizedHeader(let bytes):
+        case .hugeErrorBody(let bytes):
             return (1...(64 << 20)).contains(bytes) ? nil : "hostile answer size \(bytes) is not between 1 and 64 MiB"
+        case .oversizedHeader(let bytes):
+            return (1...Self.maximumHeaderBytes).contains(bytes)
+                ? nil : "hostile header size \(bytes) is not between 1 and \(Self.maximumHeaderBytes) (60 KiB)"
         case .pingFlood(let count), .settingsFlood(let count):
             return (1...100_000).contains(count) ? nil : "hostile frame count \(count) is not between 1 and 100000"
         case .unknownReason, .nonJSONErrorBody, .bodyOnSuccess:
