@@ -218,6 +218,17 @@ import Testing
         #expect(deadLetter("{\(token),\"app\":\"chat\"}") == nil)
     }
 
+    /// A record that breaks a rule after a valid `id` is still known by it (its dead letter's
+    /// `request-id`); one whose id is missing gets the default; one whose id is itself bad, none.
+    @Test func aDeadLetterKeepsTheRequestIDWhenItWasValid() {
+        let token = "\"token\":\"\(Self.tokenA)\",\"payload\":{}"
+        #expect(deadLetter("{\"id\":\"chat-9\",\(token),\"app\":\"nope\"}", decoder: multi)?.requestID == "chat-9")
+        #expect(deadLetter("{\"id\":\"chat-10\",\(token),\"priority\":7}")?.requestID == "chat-10")
+        #expect(deadLetter("{\(token),\"priority\":7}")?.requestID == PushRequestDecoder.defaultID(of: Self.source))
+        #expect(deadLetter("{\"id\":\"\(String(repeating: "i", count: 300))\",\(token)}")?.requestID == nil)
+        #expect(deadLetter("{\"id\":\"chat-11\",")?.requestID == nil)  // not JSON: nothing is known
+    }
+
     @Test func payloadSizeIsMeasuredAsTheRawBytes() {
         func body(size: Int) -> String {
             // {"p":"xxx…"} is 8 bytes of framing around the filler.

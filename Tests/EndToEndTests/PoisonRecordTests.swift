@@ -2,6 +2,7 @@ import APNs
 import Bridge
 import BridgeLocal
 import Foundation
+import JSON
 import Kafka
 import Observability
 import TestSupport
@@ -29,6 +30,13 @@ struct PoisonRecordTests {
     static func token(_ index: Int) -> String {
         let hex = String(index, radix: 16)
         return String(repeating: "0", count: 64 - hex.count) + hex
+    }
+
+    /// The `id` of a JSON object value when it is a valid request id (1 to 256 characters).
+    static func validID(in value: [UInt8]?) -> String? {
+        guard let value, let document = try? JSONScanner.parse(value),
+              let id = document.root["id"]?.stringValue, (1...256).contains(id.count) else { return nil }
+        return id
     }
 
     static func request(_ index: Int, extra: String = "") -> [UInt8] {
@@ -140,7 +148,9 @@ struct PoisonRecordTests {
                     #expect(object["original_size"] as? Int == record.value?.count)
                 }
                 #expect(letter.key == record.key, "record \(offset)")
-                #expect(letter.header("request-id") == Array("apns.requests/0/\(offset)".utf8))
+                // The request's id when it had a valid one, else the record's position.
+                let requestID = Self.validID(in: record.value) ?? "apns.requests/0/\(offset)"
+                #expect(letter.header("request-id") == Array(requestID.utf8), "record \(offset)")
                 for header in record.headers where header.name != "request-id" {
                     #expect(letter.header(header.name) == header.value, "record \(offset) header \(header.name)")
                 }

@@ -133,7 +133,7 @@ extension BridgePipeline {
         switch message.decodeValue(with: decoder, source: source) {
         case .deadLetter(let deadLetter):
             let context = RequestContext(
-                source: source, requestID: PushRequestDecoder.defaultID(of: source), app: "",
+                source: source, requestID: deadLetter.requestID ?? PushRequestDecoder.defaultID(of: source), app: "",
                 environment: .production, startedAtMilliseconds: startedAt, partition: progress
             )
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])

@@ -102,11 +102,15 @@ public struct DeadLetter: Sendable, Equatable, Error {
     public var code: DeadLetterCode
     /// What is wrong, naming the field (e.g. `field "priority": must be 10, 5 or 1`).
     public var detail: String
+    /// The request's id when the record was JSON with a valid `id` (or none: then the default
+    /// `<topic>/<partition>/<offset>`) and broke a rule after it; nil when it was not known.
+    public var requestID: String?
 
     /// Creates a dead letter.
-    public init(code: DeadLetterCode, detail: String) {
+    public init(code: DeadLetterCode, detail: String, requestID: String? = nil) {
         self.code = code
         self.detail = detail
+        self.requestID = requestID
     }
 }
 

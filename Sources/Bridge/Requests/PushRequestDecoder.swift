@@ -90,8 +90,20 @@ public struct PushRequestDecoder: Sendable {
             throw DeadLetter(code: .invalidJSON, detail: error.description)
         }
         let fields = try RequestFields(root: document.root)
-
         let id = try decodeID(fields.id, source: source)
+        do throws(DeadLetter) {
+            return try decodeRequest(fields, id: id, source: source)
+        } catch {
+            // Past its id, a record that breaks a rule is still known by it (its dead letter's
+            // `request-id` header).
+            var named = error
+            named.requestID = id
+            throw named
+        }
+    }
+
+    /// The fields after the id (`decodeRequest(value:source:)`).
+    private func decodeRequest(_ fields: RequestFields, id: String, source: RecordSource) throws(DeadLetter) -> PushRequest {
         let app = try decodeApp(fields.app)
         let tokens = try decodeTokens(token: fields.token, tokens: fields.tokens)
 
