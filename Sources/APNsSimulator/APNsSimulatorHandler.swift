@@ -57,8 +57,7 @@ final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unch
             return
         }
         if let limit = faults.halfOpenAfterStreams, received > limit {
-            if received == limit + 1 { statistics.withLock { $0.connectionsHalfOpened += 1 } }
-            connection.stopReadingAndWriting()
+            connection.stopReadingAndWriting { [statistics] in statistics.withLock { $0.connectionsHalfOpened += 1 } }
             return
         }
         if let every = faults.goAwayEveryStreams, received % every == 0 {

@@ -54,6 +54,8 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     private(set) var requestsReceived = 0
     /// The last stream a GOAWAY sent by ``goAwayWhenDrained(lastStreamID:)`` lets through.
     private var goAwayLastStreamID: Int32?
+    /// `stopReadingAndWriting` was called (its suspension may still be pending).
+    private var stoppingIO = false
     /// Whatever the handler keeps with this connection (loop thread only).
     var handlerState: AnyObject?
     /// The verified client certificate's subject entries (short name, value), read after the
@@ -117,10 +119,20 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         connection?.close(reason: "dropped by the server", graceful: false)
     }
 
-    /// Stops reading and writing; TCP stays open until the server closes. Loop thread.
-    func stopReadingAndWriting() {
+    /// Stops reading and writing; TCP stays open until the server closes. Called from a
+    /// handler, i.e. inside nghttp2's receive callbacks: the suspension waits until the current
+    /// read is over, so answers already given to earlier streams of that read are written
+    /// first. `suspended` runs once, after the suspension. Loop thread.
+    func stopReadingAndWriting(suspended: @escaping @Sendable () -> Void = {}) {
         precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
-        connection?.suspendIO()
+        guard !stoppingIO else { return }
+        stoppingIO = true
+        loop.execute { [weak self] in
+            guard let connection = self?.connection else { return }
+            connection.flush()
+            connection.suspendIO()
+            suspended()
+        }
     }
 
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS. Loop thread.

@@ -131,6 +131,21 @@ struct APNsSimulatorFaultTests {
         await client.stop()
     }
 
+    /// Requests that arrive together (one read): the ones before the limit are still answered.
+    @Test func aHalfOpenConnectionAnswersTheStreamsBeforeItsLimitThatCameInTheSameRead() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(halfOpenAfterStreams: 2))
+        defer { fixture.stop() }
+        let client = try fixture.client(streamTimeout: .seconds(1))
+        #expect(await client.connect())
+        let authorization = try fixture.authorization()
+        let results = await client.exchange(Array(repeating: fixture.request(authorization: authorization), count: 3))
+        #expect(results.count == 3)
+        #expect(results.prefix(2).allSatisfy { $0.statusAndReason?.status == 200 }, "\(results)")
+        #expect(results.last?.failure == .timeout)
+        #expect(fixture.simulator.statistics.connectionsHalfOpened == 1)
+        await client.stop()
+    }
+
     @Test func tokensOlderThanTheMaximumAgeAreExpired() async throws {
         let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(jwtMaximumAge: .seconds(30 * 60)))
         defer { fixture.stop() }
