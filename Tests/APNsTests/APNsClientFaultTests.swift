@@ -164,7 +164,9 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         #expect(await eventually(timeout: .seconds(45)) { recorder.callCount >= 100 })
         expectDelivered(recorder, 0..<100)
         #expect(simulator.statistics.streamsStalled > 0)
-        #expect(recorder.retries[.timeout] == simulator.statistics.streamsStalled)
+        // Every stalled stream timed out once (a slow machine may add a timeout of a stream
+        // answered late, never remove one).
+        #expect((recorder.retries[.timeout] ?? 0) >= simulator.statistics.streamsStalled)
     }
 
     @Test(.timeLimit(.minutes(1)))
