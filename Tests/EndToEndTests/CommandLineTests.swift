@@ -102,8 +102,10 @@ struct CommandLineTests {
         })
         let yaml = environment.configurationYAML(groupID: "e2e-second-signal", extra: "log: {level: debug, format: text}")
             .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 60s")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
         let configFile = try TemporaryFile(contents: yaml)
-        environment.simulator.close()  // APNs unreachable: the drain would wait the whole 60 s
+        // APNs takes the notifications and never answers: the drain would wait the whole 60 s.
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
         let log = try ScratchDirectory()
         defer { log.remove() }
 
