@@ -6,9 +6,9 @@ import TestSupport
 import APNsSimulator
 
 /// The pool against peers that break HTTP/2 (`HostileHTTP2Peer`, real TLS on 127.0.0.1): every
-/// notification gets a classified result within `max_attempts`, nothing waits for a deadline,
-/// connections are replaced only for a cause, and the peer's count of requests shows the pool
-/// never spins.
+/// notification gets a classified result within `max_attempts` (or, when the peer never processes
+/// it, at its `expiration`), nothing waits for the stream deadline, connections are replaced only
+/// for a cause, and the peer's count of requests shows the pool never spins.
 @Suite(.timeLimit(.minutes(1)))
 struct APNsClientHostilePeerTests {
     /// Credentials and client loops, the hostile peer, and a pool of `connections` to it.
