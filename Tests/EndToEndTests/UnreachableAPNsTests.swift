@@ -49,4 +49,36 @@ struct UnreachableAPNsTests {
         #expect(runner.pipeline.pausedPartitionCount == 0)
         #expect(simulator.statistics.answersByStatus[200] == count)
     }
+
+    /// A request's environment override leaves an idle pool behind; a reachable idle pool must
+    /// not hide an outage of the endpoint every other request goes to.
+    @Test func anIdlePoolOfAnOverrideDoesNotHideAnOutageOfTheConfiguredEndpoint() throws {
+        let environment = try LocalEnvironment(partitions: 2)  // its simulator plays the sandbox
+        defer { environment.close() }
+        let production = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration())
+        try production.start()
+        defer { production.close() }
+        let yaml = environment.configurationYAML(groupID: "e2e-override", connections: 1)
+            .replacingOccurrences(of: "production_url: https://127.0.0.1:\(environment.simulator.port)",
+                                  with: "production_url: https://127.0.0.1:\(production.port)")
+        #expect(yaml.contains("production_url: https://127.0.0.1:\(production.port)"))
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        defer { runner.stop() }
+        let token = String(repeating: "4b", count: 32)
+        try environment.produceRequests([
+            DemoWorkload.Record(key: Array("p".utf8), value: Array(#"{"id":"p","token":"\#(token)","payload":{}}"#.utf8)),
+            DemoWorkload.Record(key: Array("s".utf8),
+                                value: Array(#"{"id":"s","token":"\#(token)","environment":"sandbox","payload":{}}"#.utf8)),
+        ])
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: 2, timeoutMilliseconds: 30_000)
+        #expect(results.count == 2)
+        #expect(production.statistics.answersByStatus[200] == 1 && environment.simulator.statistics.answersByStatus[200] == 1)
+
+        // Production goes away; the sandbox pool stays up, idle.
+        production.close()
+        #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.pausedPartitionCount == 2 },
+                "fetching went on while every request's endpoint was unreachable")
+    }
 }

@@ -38,15 +38,19 @@ extension APNsConnectionPool {
     }
 
     /// Publishes the count of connections per state (on state changes only, never per stream),
-    /// and whether the endpoint is unreachable: no connection ready, and one that failed twice in
-    /// a row since it last served (a single lost connection that reconnects at once is not an
-    /// outage).
+    /// and whether the endpoint is unreachable: no connection ready, and one waiting to reconnect
+    /// or connecting after failing twice in a row (a single lost connection that reconnects at
+    /// once is not an outage, nor is a connection draining after a GOAWAY).
     func refreshStateCounts() {
         var counts: [APNsConnectionStateName: Int] = [:]
         var failing = false
         for member in members {
-            counts[member.machine.stateName, default: 0] += 1
-            if member.machine.consecutiveFailures >= Self.failuresMakingUnreachable { failing = true }
+            let state = member.machine.stateName
+            counts[state, default: 0] += 1
+            if state == .backoff || state == .connecting,
+               member.machine.consecutiveFailures >= Self.failuresMakingUnreachable {
+                failing = true
+            }
         }
         stateCounts.withLock { $0 = counts }
         unreachable.store(failing && (counts[.ready] ?? 0) == 0, ordering: .relaxed)

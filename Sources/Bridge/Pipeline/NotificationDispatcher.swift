@@ -25,6 +25,8 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     private let logger = Logger(label: "bridge.dispatcher")
     /// Consumer-thread only (created in `start`/`dispatch`, read in `shutdown` after the consumer stopped).
     private var pools: [PoolKey: APNsClient] = [:]
+    /// Consumer-thread only: the pools of every app's configured environment (made in `start`).
+    private var configuredPools: Set<PoolKey> = []
     /// Consumer-thread only: notifications dispatched since the last `flush()`, by pool (a short
     /// list searched linearly: a poll rarely touches more than a few pools, and this saves
     /// hashing the app name for every request). No runtime exclusivity check (three per
@@ -54,17 +56,25 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// Notifications handed to APNs pools and not finished yet.
     var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
-    /// Consumer thread: whether no APNs endpoint in use can be reached (every pool unreachable),
-    /// so that nothing fetched now could be sent. One app's endpoint down while another's works
-    /// does not count: fetching goes on for the other, bounded by `limits.max_in_flight`.
+    /// Consumer thread: whether no APNs endpoint in use can be reached, so that nothing fetched
+    /// now could be sent. In use: every app's configured environment, and another environment
+    /// while it holds notifications (a request's override; idle, it would hide an outage). One
+    /// endpoint down while another works does not count: fetching goes on for the other, bounded
+    /// by `limits.max_in_flight`.
     var everyEndpointUnreachable: Bool {
-        !pools.isEmpty && pools.values.allSatisfy(\.isUnreachable)
+        var inUse = false
+        for (key, pool) in pools where configuredPools.contains(key) || pool.queuedCount > 0 {
+            guard pool.isUnreachable else { return false }
+            inUse = true
+        }
+        return inUse
     }
 
     /// Opens the pools of every app's configured environment.
     func start() {
         for app in configuration.apps {
             _ = pool(app: app.name, environment: app.environment)
+            configuredPools.insert(PoolKey(app: app.name, environment: app.environment))
         }
     }
 
