@@ -144,20 +144,21 @@ struct APNsClientHostilePeerTests {
         // A peer refusing everything: not one request was processed, so none is an attempt, and
         // the notifications end, not sent (expired), when the next re-send would come after
         // their expiration.
-        #expect(await fixture.deliver(5, expiringInSeconds: 4))
+        #expect(await fixture.deliver(5, expiringInSeconds: 6))
         fixture.expectResults(5, attempts: 0) { $0.isExpired }
         let quick = APNsDeliveryStateMachine.Configuration(maxAttempts: 3, retryBackoff: .init(
             initial: .milliseconds(10), maximum: .milliseconds(100))).quickNotProcessedResends
         let requests = fixture.peer.observations.headersReceived
-        // More re-sends than maxAttempts and the quick ones, yet spaced: at most one per 50 ms.
-        #expect(requests > 5 * (quick + 1) && requests <= 5 * (quick + 1 + 4_000 / 50), "\(requests)")
+        // More re-sends than maxAttempts and the quick ones, yet spaced: after the quick ones, at
+        // most one per half second.
+        #expect(requests > 5 * (quick + 1) && requests <= 5 * (quick + 1 + 6_000 / 500), "\(requests)")
         #expect(fixture.peer.observations.connectionsAccepted == 1, "\(fixture.peer.observations)")
     }
 
     @Test func aGoAwayBeforeEveryRequestIsResentWithoutAReconnectStormUntilItExpires() async throws {
         let fixture = try Fixture(.goAwayBeforeEveryRequest, maxAttempts: 3)
         defer { fixture.tearDown() }
-        #expect(await fixture.deliver(5, expiringInSeconds: 4))
+        #expect(await fixture.deliver(5, expiringInSeconds: 6))
         // The GOAWAY rule is the refusal rule: never processed, never an attempt, so expired.
         fixture.expectResults(5, attempts: 0) { $0.isExpired }
         // A connection is replaced only after its GOAWAY: no more than one per request round,

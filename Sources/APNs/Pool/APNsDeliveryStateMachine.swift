@@ -14,11 +14,20 @@ struct APNsDeliveryStateMachine {
         /// Backoff of the first re-sends of streams APNs did not process (REFUSED_STREAM,
         /// GOAWAY): short, but never zero-delay.
         var notProcessedBackoff = APNsBackoff(initial: .milliseconds(20), maximum: .seconds(1))
-        /// Re-sends of one notification spaced by `notProcessedBackoff`. Later ones back off as
-        /// retries do (up to `retryBackoff`'s maximum): none counts as an attempt (contract §6),
-        /// so a server refusing every stream makes its notifications wait, slowly re-sent, until
-        /// it takes them or their `expiration` passes.
+        /// Re-sends of one notification spaced by `notProcessedBackoff`. Later ones wait longer
+        /// (`slowNotProcessedBackoff`); none counts as an attempt (contract §6), so a server
+        /// refusing every stream makes its notifications wait, slowly re-sent, until it takes
+        /// them or their `expiration` passes.
         var quickNotProcessedResends = 8
+
+        /// The backoff after the quick re-sends: from where `notProcessedBackoff` ends, doubling
+        /// up to `retryBackoff`'s maximum (never below the quick one's: a small `max_backoff`
+        /// must not turn an endless series of refusals into a tight loop).
+        var slowNotProcessedBackoff: APNsBackoff {
+            let floor = Duration.nanoseconds(notProcessedBackoff.maximumNanoseconds)
+            return APNsBackoff(initial: floor, maximum: .nanoseconds(max(retryBackoff.maximumNanoseconds,
+                                                                            notProcessedBackoff.maximumNanoseconds)))
+        }
         /// While notifications wait, how often their `expiration` is checked.
         var expirySweepNanoseconds: Int64 = 1_000_000_000
     }
@@ -170,7 +179,7 @@ struct APNsDeliveryStateMachine {
             let quick = configuration.quickNotProcessedResends
             delay = resends <= quick
                 ? configuration.notProcessedBackoff.equalJitterNanoseconds(attempt: resends, jitter: jitter)
-                : configuration.retryBackoff.equalJitterNanoseconds(attempt: resends - quick, jitter: jitter)
+                : configuration.slowNotProcessedBackoff.equalJitterNanoseconds(attempt: resends - quick, jitter: jitter)
         }
         let dueAt = now.nanoseconds + delay
         // Never past the notification's expiration: if the retry would come after it, stop now.

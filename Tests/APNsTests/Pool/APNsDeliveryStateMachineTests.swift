@@ -143,9 +143,18 @@ import Testing
         #expect(causes == Array(repeating: .refused, count: refusals))
         // The first eight: at least 10 ms apart (equal jitter over 20 ms, doubling up to 1 s).
         #expect(delays.prefix(8).allSatisfy { $0 >= 10 * millisecond && $0 <= second })
-        // Then as retries back off: growing to the 30 s ceiling, never less than half of it.
-        #expect(delays.dropFirst(8).allSatisfy { $0 >= 50 * millisecond })
+        // Then slower: from the quick ones' 1 s ceiling, doubling to max_backoff (30 s here).
+        #expect(delays.dropFirst(8).allSatisfy { $0 >= 500 * millisecond })
         #expect(delays.suffix(20).allSatisfy { $0 >= 15 * second && $0 <= 30 * second })
+        // A tiny max_backoff never makes the later re-sends faster than the quick ones' ceiling.
+        var impatient = APNsDeliveryStateMachine(
+            configuration: .init(maxAttempts: 5, retryBackoff: APNsBackoff(initial: .milliseconds(1), maximum: .milliseconds(1))),
+            jitter: seededJitter(3))
+        impatient.enqueue([pendingNotification(tag: 2)], now: 0)
+        let (_, _, impatientDelays) = runUntilFinished(&impatient) { request in
+            request < refusals ? .failure(.refused) : .response(APNsResponse(status: 200))
+        }
+        #expect(impatientDelays.dropFirst(8).allSatisfy { $0 >= 500 * millisecond && $0 <= second })
 
         // With an expiration, an endless series of refusals ends when the next re-send would
         // come after it: APNs never took it, so it was not sent: expired.
