@@ -224,4 +224,40 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         expectDelivered(recorder, 0..<8)
         #expect(recorder.snapshot.values.allSatisfy { $0[0].result.attempts == 1 })
     }
+
+    /// A connection draining after a GOAWAY is no outage, even one that had failed to connect
+    /// twice before it served: the bridge must not pause fetching while its streams finish.
+    @Test(.timeLimit(.minutes(1)))
+    func aConnectionDrainingAfterAGoAwayIsNotAnOutage() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let reservation = try PortReservation()   // refused until the simulator starts
+        defer { reservation.release() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: reservation.port, connections: 1, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+        #expect(await eventually { client.isUnreachable })   // refused twice in a row
+
+        // Every request brings a GOAWAY that lets it through; its answer takes 3 s.
+        var configuration = environment.credentials.simulatorConfiguration(port: reservation.port)
+        configuration.faults = APNsSimulatorFaults(latency: .seconds(3), goAwayEveryStreams: 1)
+        let simulator = try APNsSimulator(configuration: configuration)
+        try simulator.start()
+        defer { simulator.close() }
+        #expect(await eventually { client.hasReadyConnection && !client.isUnreachable })
+        client.send(batch(0..<1))
+        #expect(await eventually { client.connectionStates[.draining] == 1 })
+        // Sampled until the answer: unreachable read first, then the states, so that a close
+        // after the answer (a failure: the GOAWAY came right after connecting) is never taken
+        // for a draining connection.
+        var unreachableWhileDraining = 0
+        #expect(await eventually(timeout: .seconds(30)) {
+            if client.isUnreachable && client.connectionStates[.draining] == 1 { unreachableWhileDraining += 1 }
+            return recorder.callCount >= 1
+        })
+        #expect(unreachableWhileDraining == 0, "a connection draining after a GOAWAY counted as an outage")
+        #expect(simulator.statistics.goAwaysSent >= 1)
+        expectDelivered(recorder, 0..<1)
+    }
 }
