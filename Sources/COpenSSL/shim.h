@@ -20,6 +20,9 @@ static inline long apns_ssl_set_tlsext_host_name(SSL *ssl, const char *name) {
 static inline int apns_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_min_proto_version(ctx, version);
 }
+static inline int apns_ssl_ctx_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_max_proto_version(ctx, version);
+}
 static inline long apns_ssl_ctx_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);
 }

@@ -194,4 +194,38 @@ extension HTTP2TLSTests {
         #expect(apns_ssl_ctx_renegotiation_disabled(client.context) == 1)
         #expect(apns_ssl_ctx_renegotiation_disabled(server.context) == 1)
     }
+
+    /// The same on a live connection: a TLS 1.2 server's HelloRequest, once the client is
+    /// ready, is refused with an alert (the server then ends the connection), never answered
+    /// with a second handshake.
+    @Test(.timeLimit(.minutes(1)))
+    func theClientRefusesAServersRenegotiationOnALiveConnection() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let emptySettings: [UInt8] = [0, 0, 0, 4, 0, 0, 0, 0, 0]
+        let peer = try RawTLSServer(credentials: credentials, offerALPN: true, payload: emptySettings,
+                                    requestRenegotiation: true)
+        let client = try TestClient(port: peer.port, tls: try TLSClientContext(credentials.clientConfiguration))
+        defer { client.loop.shutdown() }
+        client.connection.start()
+        #expect(await eventually { peer.renegotiation != nil })
+        #expect(peer.renegotiation == .refused)
+        #expect(await eventually { client.delegate.closeReason != nil })
+        client.loop.shutdown()
+        try await peer.stop()
+    }
+
+    /// And the server's side: a TLS 1.2 client asking for a renegotiation on a connection to
+    /// the server (the simulator's transport) gets an alert, not a second handshake. (OpenSSL 3
+    /// servers refuse client renegotiation by default too; the context's option keeps it so
+    /// whatever the library's default.)
+    @Test(.timeLimit(.minutes(1)))
+    func theServerRefusesAClientsRenegotiation() throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let outcome = try rawTLSClientAsksForRenegotiation(port: server.port, credentials: credentials)
+        #expect(outcome == .refused)
+    }
 }

@@ -7,6 +7,23 @@ import APNsSimulator
 import Synchronization
 import Observability
 
+/// What became of a renegotiation a raw peer asked for.
+enum RenegotiationOutcome: Equatable {
+    /// The other side answered with a no_renegotiation alert.
+    case refused
+    /// The other side ran a second handshake on the live connection.
+    case completed
+    /// Neither: the connection ended otherwise (the OpenSSL reason code, 0 for none).
+    case other(reason: Int32)
+
+    /// Reads the outcome on `ssl` after the renegotiation ended or failed.
+    static func read(_ ssl: OpaquePointer) -> RenegotiationOutcome {
+        let reason = ERR_GET_REASON(ERR_peek_error())
+        if reason == SSL_R_NO_RENEGOTIATION { return .refused }
+        return SSL_renegotiate_pending(ssl) == 0 ? .completed : .other(reason: reason)
+    }
+}
+
 /// A blocking, single-connection TLS server written straight on OpenSSL: it completes the
 /// handshake (with or without ALPN), sends `payload`, then waits for the client to hang up.
 /// Lets tests play a misbehaving peer that HTTP2Server would never be.
@@ -14,16 +31,22 @@ final class RawTLSServer: @unchecked Sendable {
     let port: Int
     private let listenFD: Int32
     private let context: OpaquePointer
+    private let requestRenegotiation: Bool
     private let done = Locked(false)
+    private let outcome = Locked<RenegotiationOutcome?>(nil)
 
-    init(credentials: TestCredentials, offerALPN: Bool, payload: [UInt8]) throws {
+    /// With `requestRenegotiation` the server speaks TLS 1.2 (TLS 1.3 has no renegotiation) and
+    /// sends a HelloRequest right after `payload`.
+    init(credentials: TestCredentials, offerALPN: Bool, payload: [UInt8], requestRenegotiation: Bool = false) throws {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw HTTP2Error(.tlsConfiguration, "SSL_CTX_new") }
         self.context = context
+        self.requestRenegotiation = requestRenegotiation
         guard SSL_CTX_use_certificate_chain_file(context, credentials.files.serverCertificatePath) == 1,
               SSL_CTX_use_PrivateKey_file(context, credentials.files.serverPrivateKeyPath, SSL_FILETYPE_PEM) == 1 else {
             throw HTTP2Error(.tlsConfiguration, "cannot load server credentials")
         }
         if offerALPN { SSL_CTX_set_alpn_select_cb(context, tlsSelectALPN, nil) }
+        if requestRenegotiation { _ = apns_ssl_ctx_set_max_proto_version(context, TLS1_2_VERSION) }
         let address = try SocketAddress.resolve(host: "127.0.0.1", port: 0, passive: true)[0]
         listenFD = try address.listen(backlog: 4)
         _ = fcntl(listenFD, F_SETFL, fcntl(listenFD, F_GETFL, 0) & ~O_NONBLOCK)
@@ -45,9 +68,19 @@ final class RawTLSServer: @unchecked Sendable {
         SSL_set_fd(ssl, fd)
         guard SSL_accept(ssl) == 1 else { return }
         if !payload.isEmpty { _ = SSL_write(ssl, payload, Int32(payload.count)) }
+        if requestRenegotiation {
+            guard SSL_renegotiate(ssl) == 1, SSL_do_handshake(ssl) == 1 else {
+                outcome.withLock { $0 = .other(reason: ERR_GET_REASON(ERR_peek_error())) }
+                return
+            }
+        }
         var buffer = [UInt8](repeating: 0, count: 4096)
         while SSL_read(ssl, &buffer, Int32(buffer.count)) > 0 {}
+        if requestRenegotiation { outcome.withLock { $0 = .read(ssl) } }
     }
+
+    /// The renegotiation's outcome, once the connection has ended (nil before, or when none was asked for).
+    var renegotiation: RenegotiationOutcome? { outcome.withLock { $0 } }
 
     /// Stops listening and waits (up to 5 s) for the serving thread.
     func stop() async throws {
@@ -61,10 +94,44 @@ final class RawTLSServer: @unchecked Sendable {
 /// A blocking TLS client (ALPN h2, verifying the test CA) that sends `payload` after the
 /// handshake and reports whether the server then closed the connection within 5 s.
 func rawTLSClientSendsGarbage(port: Int, credentials: TestCredentials, payload: [UInt8]) throws -> Bool {
+    try withRawTLSClient(port: port, credentials: credentials) { ssl in
+        _ = SSL_write(ssl, payload, Int32(payload.count))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = SSL_read(ssl, &buffer, Int32(buffer.count))
+            if count > 0 { continue }
+            let error = SSL_get_error(ssl, count)
+            // EOF or close_notify or reset: the server hung up. A timeout (EAGAIN) means it did not.
+            return !(error == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK))
+        }
+    }
+}
+
+/// A blocking TLS 1.2 client (ALPN h2, verifying the test CA) that reads the server's first
+/// record (an HTTP/2 server's SETTINGS, written in one piece with what follows it), asks for
+/// a renegotiation, and reports what the server made of it.
+func rawTLSClientAsksForRenegotiation(port: Int, credentials: TestCredentials) throws -> RenegotiationOutcome {
+    try withRawTLSClient(port: port, credentials: credentials, maxVersion: TLS1_2_VERSION) { ssl in
+        // Application data arriving in the middle of the new handshake would end it with
+        // "unexpected record" before the server could answer.
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        guard SSL_read(ssl, &buffer, Int32(buffer.count)) > 0,
+              SSL_renegotiate(ssl) == 1 else { return .other(reason: ERR_GET_REASON(ERR_peek_error())) }
+        _ = SSL_do_handshake(ssl)
+        return .read(ssl)
+    }
+}
+
+/// Connects a blocking TLS client (ALPN h2, verifying the test CA, at most `maxVersion` when
+/// given) to 127.0.0.1:`port`, completes the handshake and runs `body` on the connection
+/// (reads time out after 5 s).
+private func withRawTLSClient<T>(port: Int, credentials: TestCredentials, maxVersion: Int32? = nil,
+                                 _ body: (OpaquePointer) throws -> T) throws -> T {
     guard let context = SSL_CTX_new(TLS_client_method()) else { throw HTTP2Error(.tlsConfiguration, "SSL_CTX_new") }
     defer { SSL_CTX_free(context) }
     SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
     _ = SSL_CTX_load_verify_locations(context, credentials.files.caCertificatePath, nil)
+    if let maxVersion { _ = apns_ssl_ctx_set_max_proto_version(context, maxVersion) }
     let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
     _ = SSL_CTX_set_alpn_protos(context, alpn, UInt32(alpn.count))
     let address = try SocketAddress.resolve(host: "127.0.0.1", port: port)[0]
@@ -79,13 +146,5 @@ func rawTLSClientSendsGarbage(port: Int, credentials: TestCredentials, payload: 
     defer { SSL_free(ssl) }
     SSL_set_fd(ssl, fd)
     guard SSL_connect(ssl) == 1 else { throw HTTP2Error(.tlsHandshake, "raw client handshake failed") }
-    _ = SSL_write(ssl, payload, Int32(payload.count))
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = SSL_read(ssl, &buffer, Int32(buffer.count))
-        if count > 0 { continue }
-        let error = SSL_get_error(ssl, count)
-        // EOF or close_notify or reset: the server hung up. A timeout (EAGAIN) means it did not.
-        return !(error == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK))
-    }
+    return try body(ssl)
 }
