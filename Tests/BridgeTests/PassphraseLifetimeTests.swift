@@ -79,4 +79,17 @@ import TestSupport
         let wrong = try Self.configuration(brokers: cluster.bootstrapServers, directory: directory, passphrase: "wrong")
         #expect(throws: PipelineError.self) { try BridgePipeline(configuration: wrong) }
     }
+
+    /// Unusable credentials stop the start before Kafka is contacted: an instance started with
+    /// a wrong passphrase never joins the group, so it cannot set off a rebalance.
+    @Test(.timeLimit(.minutes(1)))
+    func aWrongPassphraseStopsTheStartBeforeKafkaIsContacted() throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let broker = try UnansweredListener()
+        defer { broker.close() }
+        let wrong = try Self.configuration(brokers: "127.0.0.1:\(broker.port)", directory: directory, passphrase: "wrong")
+        #expect(throws: PipelineError.self) { try BridgePipeline(configuration: wrong) }
+        #expect(!broker.hasWaitingConnection, "the pipeline connected to Kafka before it checked its credentials")
+    }
 }

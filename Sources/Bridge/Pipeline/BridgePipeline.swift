@@ -79,6 +79,8 @@ public final class BridgePipeline: Sendable {
         let metrics = BridgeMetrics(configuration: configuration)
         self.metrics = metrics
         let pipelineBox = PipelineReference()
+        // Unusable credentials stop the start before the group is joined (a rebalance for nothing).
+        let credentials = try NotificationDispatcher.loadCredentials(configuration)
         do {
             group = try EventLoopGroup(threads: SystemInfo.onlineProcessorCount, name: "apns-loop")
         } catch {
@@ -123,7 +125,8 @@ public final class BridgePipeline: Sendable {
             : nil
         do {
             dispatcher = try NotificationDispatcher(
-                configuration: configuration, group: group, publisher: MeteredResultSink(sink: publisher, metrics: metrics),
+                configuration: configuration, credentials: credentials, group: group,
+                publisher: MeteredResultSink(sink: publisher, metrics: metrics),
                 metrics: metrics)
         } catch {
             producer.close()

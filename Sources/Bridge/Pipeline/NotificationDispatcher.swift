@@ -37,20 +37,30 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     let poolDirectory = Locked<[(app: String, environment: PushEnvironment, client: APNsClient)]>([])
     private let abandoning = Atomic<Bool>(false)
 
-    /// Loads every app's credentials; throws a `PipelineError` naming the app when one is unusable.
-    init(configuration: BridgeConfiguration, group: EventLoopGroup, publisher: ResultSink,
-         metrics: BridgeMetrics? = nil) throws(PipelineError) {
+    /// Takes every app's credentials from `loadCredentials(_:)`, or loads them when none are given.
+    init(configuration: BridgeConfiguration, credentials: [String: AppCredentials]? = nil,
+         group: EventLoopGroup, publisher: ResultSink, metrics: BridgeMetrics? = nil) throws(PipelineError) {
         self.configuration = configuration.removingPassphrases()
         self.metrics = metrics
         self.group = group
         self.publisher = publisher
+        if let credentials {
+            self.credentials = credentials
+        } else {
+            self.credentials = try Self.loadCredentials(configuration)
+        }
+    }
+
+    /// Loads every app's credentials (key files, certificates, passphrases); throws a
+    /// `PipelineError` naming the app when one is unusable.
+    static func loadCredentials(_ configuration: BridgeConfiguration) throws(PipelineError) -> [String: AppCredentials] {
         var credentials: [String: AppCredentials] = [:]
         var tokenProviders: [String: APNsTokenProvider] = [:]   // one JWT per key, shared by its apps
         for app in configuration.apps {
             credentials[app.name] = try AppCredentials(app: app, caFile: configuration.apns.caFile,
                                                        tokenProviders: &tokenProviders)
         }
-        self.credentials = credentials
+        return credentials
     }
 
     /// Notifications handed to APNs pools and not finished yet.
