@@ -34,7 +34,10 @@ ENV APNS_BRIDGE_CONFIG=/etc/apns-bridge/bridge.yaml
 # (librdkafka's, the consumer's, the event loops'), which glibc's per-thread caches do not serve;
 # 11–15 % less CPU per notification (docs/BENCHMARKS.md, "The allocator"). `-e LD_PRELOAD=` turns it off.
 ENV LD_PRELOAD=libjemalloc.so.2
-# http.listen (/metrics, /healthz, /readyz); the configuration decides the address.
+# http.listen (/metrics, /healthz, /readyz): config/bridge.yaml listens on
+# ${APNS_BRIDGE_HTTP_LISTEN:-127.0.0.1:9464}; in the container on every interface, or the exposed
+# port could not be scraped. A configuration of one's own decides its address itself.
+ENV APNS_BRIDGE_HTTP_LISTEN=0.0.0.0:9464
 EXPOSE 9464
 ENTRYPOINT ["/usr/local/bin/apns-bridge-entrypoint"]
 CMD ["run"]

@@ -22,6 +22,18 @@ import Testing
         #expect(configuration.apps.first?.connections == 2)
         #expect(configuration.limits.maxInFlight == 20000)
         #expect(configuration.shutdownTimeout == .seconds(30))
+        #expect(configuration.http.host == "127.0.0.1" && configuration.http.port == 9464)
+    }
+
+    /// The Docker image sets `APNS_BRIDGE_HTTP_LISTEN` so that the port it exposes is reachable.
+    @Test func theImageListensOnEveryInterfaceWithTheExampleConfiguration() throws {
+        let dockerfile = try String(contentsOfFile: Self.root + "/Dockerfile", encoding: .utf8)
+        let line = try #require(dockerfile.split(separator: "\n").first { $0.hasPrefix("ENV APNS_BRIDGE_HTTP_LISTEN=") })
+        let address = String(line.dropFirst("ENV APNS_BRIDGE_HTTP_LISTEN=".count))
+        #expect(dockerfile.contains("EXPOSE 9464"))
+        let configuration = try BridgeConfiguration.load(
+            path: Self.root + "/config/bridge.yaml", environment: ["APNS_BRIDGE_HTTP_LISTEN": address])
+        #expect(configuration.http.host == "0.0.0.0" && configuration.http.port == 9464)
     }
 
     @Test func exampleConfigurationReadsTheEnvironment() throws {
