@@ -30,6 +30,10 @@ public final class KafkaProducer: @unchecked Sendable {
     /// Calls using the handle; `close` shuts it and waits for them before destroying.
     private let gate = ClientGate()
 
+    /// The largest record librdkafka accepts: `message.max.bytes` as librdkafka read it (a
+    /// configured "0500000" is octal to it, 163,840 bytes).
+    public let maximumRecordBytes: Int
+
     /// How long `produce` waits for room when librdkafka's queue is full before throwing.
     static let queueFullWaitNanoseconds: UInt64 = 30_000_000_000
 
@@ -70,6 +74,8 @@ public final class KafkaProducer: @unchecked Sendable {
         let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
         let context = RDKafkaClientContext(logger: logger, deliveryHandler: deliveryHandler)
         client = try RDKafkaClient(kind: .producer, properties: enforced + passedThrough, context: context)
+        // librdkafka's default when the value cannot be read (it always can: the property exists).
+        maximumRecordBytes = client.effectiveProperty("message.max.bytes").flatMap { Int($0) } ?? 1_000_000
         self.logger = logger
         self.deliveryHandler = deliveryHandler
         wakeUp = try WakeUpPipe()

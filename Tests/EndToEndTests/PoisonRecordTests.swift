@@ -103,7 +103,10 @@ struct PoisonRecordTests {
         producer.close()
 
         // A producer limit below the largest dead letters: they must be cut to fit, not refused.
-        let yaml = environment.configurationYAML(groupID: "e2e-poison", producer: ["message.max.bytes": "600000"])
+        // Written in octal: librdkafka reads integers with strtol, so "02223700" is 600,000 bytes
+        // to it (2,223,700 read as decimal would let a 700 KB dead letter through and stop the
+        // bridge on a refused record, on every restart).
+        let yaml = environment.configurationYAML(groupID: "e2e-poison", producer: ["message.max.bytes": "02223700"])
         let configFile = try TemporaryFile(contents: yaml)
         let log = try ScratchDirectory()
         defer { log.remove() }

@@ -5,6 +5,19 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1)))
 struct KafkaProducerTests {
+    /// `message.max.bytes` as librdkafka reads it (strtol: leading 0 octal, 0x hexadecimal):
+    /// what decides whether a record fits is librdkafka's number, not the configuration's text.
+    @Test func theLargestRecordIsWhatLibrdkafkaReadFromTheConfiguration() throws {
+        let expected = [nil: 1_000_000, "600000": 600_000, "0500000": 163_840, "0x7A120": 500_000]
+        for (text, bytes) in expected {
+            let producer = try KafkaProducer(
+                bootstrapServers: "127.0.0.1:9", properties: text.map { ["message.max.bytes": $0] } ?? [:],
+                logger: KafkaTestSupport.logger, deliveryHandler: { _, _ in })
+            #expect(producer.maximumRecordBytes == bytes, "message.max.bytes \(text ?? "not set")")
+            producer.close(flushTimeoutMilliseconds: 0)
+        }
+    }
+
     @Test func everyMessageGetsOneDeliveryReportWithItsTag() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }

@@ -45,8 +45,9 @@ final class ResultPublisher: ResultSink {
     ///   producer's publisher thread once per loop iteration).
     init(producer: KafkaProducer, kafka: KafkaSettings, loops: [EventLoop] = []) {
         self.wakeUps = loops.isEmpty ? nil : ProducerWakeUps(loops: loops, producer: producer)
-        // librdkafka's default; a configured value was already accepted by librdkafka at start.
-        self.maximumRecordBytes = kafka.producer["message.max.bytes"].flatMap { Int($0) } ?? 1_000_000
+        // As librdkafka read the configured value: it parses integers with strtol ("0500000" is
+        // octal), so the text of the configuration is not the limit.
+        self.maximumRecordBytes = producer.maximumRecordBytes
         self.producer = producer
         self.transactional = kafka.exactlyOnce
         self.resultsTopic = kafka.resultsTopic

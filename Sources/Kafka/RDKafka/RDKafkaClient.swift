@@ -69,6 +69,18 @@ final class RDKafkaClient: @unchecked Sendable {
         return KafkaError(code: code.rawValue, message: String(cBuffer: text), isFatal: true, isRetriable: false)
     }
 
+    /// The value the client runs with for property `name`, as librdkafka writes it (integers in
+    /// decimal, whatever spelling was given: it reads them with `strtol`, so "0500000" is octal);
+    /// nil for an unknown property.
+    func effectiveProperty(_ name: String) -> String? {
+        guard let conf = rd_kafka_conf(pointer) else { return nil }
+        var size = 0
+        guard rd_kafka_conf_get(conf, name, nil, &size) == RD_KAFKA_CONF_OK, size > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: size)
+        guard rd_kafka_conf_get(conf, name, &buffer, &size) == RD_KAFKA_CONF_OK else { return nil }
+        return String(cBuffer: buffer)
+    }
+
     /// Sets each property with `rd_kafka_conf_set`.
     static func apply(_ properties: [(name: String, value: String)], to conf: OpaquePointer) throws {
         var errorText = [CChar](repeating: 0, count: 512)
