@@ -40,9 +40,19 @@ public enum YAMLParser {
 
 /// Turns the event stream into a tree with an explicit stack (no recursion on hostile nesting).
 struct YAMLTreeBuilder {
-    enum Frame {
-        case sequence([YAMLNode], YAMLPosition)
-        case mapping([YAMLMappingEntry], pendingKey: YAMLNode?, seenKeys: Set<String>, YAMLPosition)
+    /// An open sequence or mapping. Appended to in place through `stack`'s last element, so
+    /// that a long list or mapping is built in linear time (taking a frame out of the stack to
+    /// append would copy its elements every time).
+    struct Frame {
+        let isMapping: Bool
+        let start: YAMLPosition
+        var items: [YAMLNode] = []
+        var entries: [YAMLMappingEntry] = []
+        var pendingKey: YAMLNode?
+        var seenKeys: Set<String> = []
+
+        static func sequence(_ start: YAMLPosition) -> Frame { Frame(isMapping: false, start: start) }
+        static func mapping(_ start: YAMLPosition) -> Frame { Frame(isMapping: true, start: start) }
     }
 
     var stack: [Frame] = []
@@ -83,20 +93,16 @@ struct YAMLTreeBuilder {
                 try attach(.scalar(value: value, style: style, position: position))
             case YAML_SEQUENCE_START_EVENT:
                 if event.data.sequence_start.anchor != nil { throw Self.anchorError(position) }
-                try push(.sequence([], position), at: position)
+                try push(.sequence(position), at: position)
             case YAML_MAPPING_START_EVENT:
                 if event.data.mapping_start.anchor != nil { throw Self.anchorError(position) }
-                try push(.mapping([], pendingKey: nil, seenKeys: [], position), at: position)
+                try push(.mapping(position), at: position)
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 guard let frame = stack.popLast() else {
                     throw YAMLError(line: position.line, column: position.column, problem: "unbalanced collection end")
                 }
-                switch frame {
-                case .sequence(let items, let start):
-                    try attach(.sequence(items, position: start))
-                case .mapping(let entries, _, _, let start):
-                    try attach(.mapping(entries, position: start))
-                }
+                try attach(frame.isMapping ? .mapping(frame.entries, position: frame.start)
+                                           : .sequence(frame.items, position: frame.start))
             default:
                 break  // stream start, document end, no event
             }
@@ -112,30 +118,29 @@ struct YAMLTreeBuilder {
     }
 
     mutating func attach(_ node: YAMLNode) throws(YAMLError) {
-        guard let top = stack.popLast() else {
+        guard !stack.isEmpty else {
             root = node
             return
         }
-        switch top {
-        case .sequence(var items, let start):
-            items.append(node)
-            stack.append(.sequence(items, start))
-        case .mapping(var entries, let pendingKey, var seenKeys, let start):
-            if let key = pendingKey {
-                entries.append(YAMLMappingEntry(key: key, value: node))
-                stack.append(.mapping(entries, pendingKey: nil, seenKeys: seenKeys, start))
-            } else {
-                guard case .scalar(let text, _, let position) = node else {
-                    throw YAMLError(line: node.line, column: node.column,
-                                    problem: "complex (non-scalar) mapping keys are not supported")
-                }
-                guard seenKeys.insert(text).inserted else {
-                    throw YAMLError(line: position.line, column: position.column,
-                                    problem: "duplicate mapping key \"\(text)\"")
-                }
-                stack.append(.mapping(entries, pendingKey: node, seenKeys: seenKeys, start))
-            }
+        let top = stack.count - 1
+        guard stack[top].isMapping else {
+            stack[top].items.append(node)
+            return
         }
+        if let key = stack[top].pendingKey {
+            stack[top].entries.append(YAMLMappingEntry(key: key, value: node))
+            stack[top].pendingKey = nil
+            return
+        }
+        guard case .scalar(let text, _, let position) = node else {
+            throw YAMLError(line: node.line, column: node.column,
+                            problem: "complex (non-scalar) mapping keys are not supported")
+        }
+        guard stack[top].seenKeys.insert(text).inserted else {
+            throw YAMLError(line: position.line, column: position.column,
+                            problem: "duplicate mapping key \"\(text)\"")
+        }
+        stack[top].pendingKey = node
     }
 
     static func anchorError(_ position: YAMLPosition) -> YAMLError {

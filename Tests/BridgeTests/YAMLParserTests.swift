@@ -2,6 +2,28 @@ import Testing
 import YAML
 
 @Suite struct YAMLParserTests {
+    /// A configuration file of a few megabytes is refused (or read) in moments: long lists and
+    /// mappings are built in linear time. Appending by copying, as before, took minutes for
+    /// these sizes (the whole list copied for every item), far past the time limit.
+    @Test(.timeLimit(.minutes(1)))
+    func longListsAndMappingsParseInLinearTime() throws {
+        let items = 150_000
+        let list = try #require(try YAMLParser.parse("junk:\n" + String(repeating: "  - item\n", count: items)))
+        guard case .sequence(let parsedItems, _)? = list["junk"] else {
+            Issue.record("not a sequence")
+            return
+        }
+        #expect(parsedItems.count == items)
+        let keys = 100_000
+        let mapping = try #require(try YAMLParser.parse((0..<keys).map { "key\($0): \($0)\n" }.joined()))
+        guard case .mapping(let entries, _) = mapping else {
+            Issue.record("not a mapping")
+            return
+        }
+        #expect(entries.count == keys)
+        #expect(mapping["key99999"]?.scalarValue == "99999")
+    }
+
     @Test func parsesNestedBlockAndFlowCollectionsWithPositions() throws {
         let text = """
         kafka:
