@@ -7,7 +7,10 @@ import Synchronization
 
 /// Bounds that keep an ``HTTP1Server`` alive under garbage, slow and numerous clients.
 public struct HTTP1ServerLimits: Sendable {
-    /// Open connections at most; a connection beyond it gets a 503 and is closed at once.
+    /// Open connections at most. At the limit, the connection that has waited longest for a
+    /// request of which nothing has arrived (idle between requests, or silent since it
+    /// connected) is closed to make room, so idle clients cannot lock out a health check; when
+    /// every connection is busy with a request, a new one gets a 503 and is closed at once.
     public var maxConnections: Int
     /// The longest request head (request line and headers); longer ones get a 431.
     public var maxHeadBytes: Int
@@ -82,6 +85,26 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
     }
     /// Loop-thread only.
     private var connections: [ObjectIdentifier: HTTP1ServerConnection] = [:]
+    /// Loop-thread only: waits for a request begun so far (orders them, oldest first).
+    private var waitsBegun: UInt64 = 0
+
+    /// The order of a wait for a request that begins now. Loop thread.
+    func nextWaitOrder() -> UInt64 {
+        waitsBegun += 1
+        return waitsBegun
+    }
+
+    /// At the connection limit: closes the connection that has waited longest with nothing of
+    /// a request received, if any. Loop thread.
+    private func closeLongestWaitingConnection() {
+        var longest: HTTP1ServerConnection?
+        for connection in connections.values {
+            guard let since = connection.waitingSince else { continue }
+            if let current = longest?.waitingSince, current <= since { continue }
+            longest = connection
+        }
+        longest?.close()
+    }
 
     /// Binds and listens (SO_REUSEADDR) on `host`:`port`; port 0 picks an ephemeral port.
     /// - Throws: ``HTTP2Error`` when the address cannot be resolved or bound.
@@ -143,6 +166,7 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
             acceptFailuresInARow = 0
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            if counts.withLock({ $0.open >= limits.maxConnections }) { closeLongestWaitingConnection() }
             let admitted = counts.withLock { counts -> Bool in
                 guard !counts.closed, counts.open < limits.maxConnections else {
                     counts.rejected += 1

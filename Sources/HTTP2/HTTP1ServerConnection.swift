@@ -35,6 +35,10 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
     /// the connection closes.
     private var peerFinished = false
     private static let lingerTime: Duration = .seconds(2)
+    /// While the connection waits for a request of which nothing has arrived (idle between
+    /// requests, or silent since it connected): the server's order of such waits, so that at
+    /// its connection limit the longest-waiting one can make room. Nil otherwise.
+    private(set) var waitingSince: UInt64?
 
     init(fd: Int32, server: HTTP1Server) {
         self.fd = fd
@@ -45,6 +49,7 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
     /// Arms the deadline for the first request head.
     func start() {
         loop.preconditionInEventLoop()
+        waitingSince = server.nextWaitOrder()
         arm(server.limits.headTimeout)
     }
 
@@ -54,6 +59,7 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         case .readingHead:
             let hadInput = !input.isEmpty
             guard readAvailable(keep: true) else { return }
+            if !input.isEmpty { waitingSince = nil }
             if !hadInput && !input.isEmpty && !deadlineIsForHead {
                 // The first byte after an idle keep-alive wait: now the head deadline runs.
                 arm(server.limits.headTimeout)
@@ -123,6 +129,7 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
 
     private func respond(_ response: HTTP1Response, includeBody: Bool, keepAlive: Bool) {
         phase = .writing
+        waitingSince = nil
         output = response.serialized(includeBody: includeBody, keepAlive: keepAlive)
         outputOffset = 0
         closeAfterWrite = !keepAlive
@@ -158,6 +165,7 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         phase = .readingHead
         loop.setInterest(fd: fd, .readable)
         if input.isEmpty {
+            waitingSince = server.nextWaitOrder()
             arm(server.limits.idleTimeout, forHead: false)
         } else {
             arm(server.limits.headTimeout)

@@ -215,20 +215,46 @@ struct HTTP1ServerTests {
         try expectStillServing(fixture)
     }
 
-    @Test func connectionsBeyondTheCapGet503UntilSlotsFree() throws {
+    @Test func connectionsBeyondTheCapGet503WhileEveryOneIsBusyWithARequest() throws {
         let fixture = try Fixture(limits: HTTP1ServerLimits(maxConnections: 4, headTimeout: .milliseconds(500)))
         defer { fixture.close() }
-        let idle = try (0..<4).map { _ in try fixture.client() }
+        // Each has sent part of a request head: busy, not waiting.
+        let busy = try (0..<4).map { _ in try fixture.client() }
+        for client in busy { client.send("GET /hello HTTP/1.1\r\n") }
         #expect(waitFor { fixture.server.connectionCount == 4 })
         let extra = try fixture.client()
         let refused = try #require(extra.readResponse())
         #expect(refused.status == 503)
         #expect(refused.body == "too many connections\n")
         #expect(fixture.server.rejectedConnectionCount >= 1)
-        // The idle ones time out, and the server takes new clients again.
+        // Their heads time out (408), and the server takes new clients again.
         #expect(waitFor { fixture.server.connectionCount == 0 })
         try expectStillServing(fixture)
-        withExtendedLifetime(idle) {}
+        withExtendedLifetime(busy) {}
+    }
+
+    /// Idle keep-alive connections (or silent ones) at the cap cannot lock a health check out:
+    /// the one that has waited longest is closed to make room.
+    @Test func atTheCapTheLongestWaitingConnectionMakesRoom() throws {
+        let fixture = try Fixture(limits: HTTP1ServerLimits(maxConnections: 4, idleTimeout: .seconds(120)))
+        defer { fixture.close() }
+        var idle: [HTTPTestClient] = []
+        for _ in 0..<4 {
+            let client = try fixture.client()
+            client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(client.readResponse()?.status == 200)   // answered, kept alive, now idle
+            idle.append(client)
+        }
+        #expect(fixture.server.connectionCount == 4)
+        let health = try fixture.client()
+        health.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(health.readResponse()?.status == 200)
+        #expect(fixture.server.rejectedConnectionCount == 0)
+        #expect(idle[0].waitForClose(), "the longest idle connection was not the one closed")
+        // The others are still served on their connections.
+        idle[3].send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(idle[3].readResponse()?.status == 200)
+        #expect(fixture.server.connectionCount == 4)
     }
 
     @Test func closingTheServerClosesItsConnections() throws {
