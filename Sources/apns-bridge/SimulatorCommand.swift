@@ -3,6 +3,7 @@ import Glibc
 #endif
 import APNs
 import APNsSimulator
+import Bridge
 import Dispatch
 
 /// `apns-bridge simulator`: the APNs simulator as a standalone server on this machine.
@@ -82,7 +83,8 @@ enum SimulatorCommand {
 
         let simulator = try APNsSimulator(configuration: configuration)
         try simulator.start()
-        CommandLineInterface.write("APNs simulator listening on https://\(host):\(simulator.port)\n", to: 1)
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        CommandLineInterface.write("APNs simulator listening on https://\(shownHost):\(simulator.port)\n", to: 1)
         let stop = DispatchSemaphore(value: 0)
         let signals = SignalWaiter { _, _ in stop.signal() }
         stop.wait()
@@ -92,11 +94,10 @@ enum SimulatorCommand {
     }
 
     static func parseListen(_ text: String) throws -> (String, Int) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (0...65_535).contains(port), colon != text.startIndex else {
-            throw CommandLineOptions.UsageError(description: "--listen must be HOST:PORT, got '\(text)'")
+        guard let (host, port) = HostPort.split(Substring(text), defaultPort: nil), !host.isEmpty else {
+            throw CommandLineOptions.UsageError(description: "--listen must be HOST:PORT or [IPv6]:PORT, got '\(text)'")
         }
-        return (String(text[..<colon]), port)
+        return (host, port)
     }
 
     private static func readFile(_ path: String) throws -> String {

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HTTP2
 import Testing
 
 /// `apns-bridge simulator` as its own process, answered to by `apns-bridge send`.
@@ -56,17 +57,30 @@ struct SimulatorProcessTests {
         }
     }
 
-    /// Starts `apns-bridge simulator` with generated credentials in `directory` and `extra`
-    /// options; returns the process and the port it listens on.
-    static func startSimulator(directory: String, _ extra: [String]) throws -> (Process, Int) {
+    /// `--listen [::1]:0`: an IPv6 address in brackets, as in a URL.
+    @Test func theSimulatorListensOnABracketedIPv6Address() throws {
+        let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (simulator, port) = try Self.startSimulator(directory: directory, [], listen: "[::1]")
+        defer { BridgeBinary.stop(simulator) }
+        let socket = try SocketAddress.resolve(host: "::1", port: port)[0].startConnect()
+        defer { close(socket) }
+        var pollDescriptor = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+        #expect(poll(&pollDescriptor, 1, 5_000) == 1)
+        #expect(SocketAddress.pendingError(of: socket) == 0, "nothing accepts on [::1]:\(port)")
+    }
+
+    /// Starts `apns-bridge simulator` on `listen` (port 0) with generated credentials in
+    /// `directory` and `extra` options; returns the process and the port it listens on.
+    static func startSimulator(directory: String, _ extra: [String], listen: String = "127.0.0.1") throws -> (Process, Int) {
         let simulator = Process()
         simulator.executableURL = BridgeBinary.url
-        simulator.arguments = ["simulator", "--listen", "127.0.0.1:0", "--credentials", directory] + extra
+        simulator.arguments = ["simulator", "--listen", "\(listen):0", "--credentials", directory] + extra
         let output = Pipe()
         simulator.standardOutput = output
         simulator.standardError = FileHandle.nullDevice
         try simulator.run()
-        guard let port = try readListeningPort(from: output.fileHandleForReading) else {
+        guard let port = try readListeningPort(from: output.fileHandleForReading, host: listen) else {
             BridgeBinary.stop(simulator)
             throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "the simulator named no port"])
         }
@@ -93,14 +107,14 @@ struct SimulatorProcessTests {
     }
 
     /// Reads the simulator's standard output until it names its port.
-    static func readListeningPort(from handle: FileHandle) throws -> Int? {
+    static func readListeningPort(from handle: FileHandle, host: String = "127.0.0.1") throws -> Int? {
         var text = ""
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             let chunk = handle.availableData
             if chunk.isEmpty { return nil }
             text += String(decoding: chunk, as: UTF8.self)
-            if let range = text.range(of: "listening on https://127.0.0.1:") {
+            if let range = text.range(of: "listening on https://\(host):") {
                 let digits = text[range.upperBound...].prefix { $0.isNumber }
                 if text[range.upperBound...].contains("\n") { return Int(digits) }
             }

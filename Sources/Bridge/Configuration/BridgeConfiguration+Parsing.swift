@@ -164,9 +164,10 @@ extension BridgeConfiguration {
     }
 }
 
-/// `host:port` / `[v6]:port` splitting shared by URLs and listen addresses.
-enum HostPort {
-    static func split(_ text: Substring, defaultPort: Int?) -> (String, Int)? {
+/// `host:port` / `[v6]:port` splitting shared by URLs and listen addresses (and the
+/// simulator's `--listen`).
+package enum HostPort {
+    package static func split(_ text: Substring, defaultPort: Int?) -> (String, Int)? {
         var host: Substring
         var portText: Substring?
         if text.hasPrefix("[") {
