@@ -154,7 +154,7 @@ public final class KafkaConsumer: @unchecked Sendable {
                 if code == RD_KAFKA_RESP_ERR__FATAL {
                     throw client.pendingFatalError() ?? KafkaError(code)
                 }
-                let reason = rd_kafka_message_errstr(message).map { String(cString: $0) } ?? ""
+                let reason = client.context.redacting(rd_kafka_message_errstr(message).map { String(cString: $0) } ?? "")
                 logger.warning("consumer error", metadata: [
                     "error": KafkaError.name(of: code.rawValue), "reason": reason,
                     "partition": "\(message.pointee.partition)",

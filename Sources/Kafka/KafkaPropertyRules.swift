@@ -10,6 +10,13 @@ public enum KafkaPropertyRules {
         case consumer, producer
     }
 
+    /// Whether a librdkafka property holds a secret, by its name (passwords, keys, tokens,
+    /// SASL configurations): its value is never printed.
+    public static func isSecret(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["password", "secret", "pem", "oauthbearer.config", "token", "jaas"].contains { lowered.contains($0) }
+    }
+
     /// Properties the bridge sets for `role`, with why they cannot be passed through.
     public static func reserved(for role: Role) -> [String: String] {
         switch role {

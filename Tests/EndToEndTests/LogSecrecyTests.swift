@@ -138,6 +138,25 @@ struct LogSecrecyTests {
         }
         #expect(run.errorOutput.contains("FORGED line from a request id"))  // it was logged, escaped, inside another line
     }
+
+    /// librdkafka quotes configuration values in some of its own texts (here an unparsable
+    /// `sasl.oauthbearer.config`): what the bridge logs of them has every secret value redacted.
+    @Test func librdkafkasOwnTextsNeverCarryASecretPropertysValue() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let secret = "SECRET-OAUTH-VALUE-42"
+        let yaml = environment.configurationYAML(groupID: "secrecy-oauth", producer: [
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+            "enable.sasl.oauthbearer.unsecure.jwt": "\"true\"", "sasl.oauthbearer.config": "\"principal=bob \(secret)\"",
+        ])
+        let config = try TemporaryFile(contents: yaml)
+        let run = try CapturedProcess(BridgeBinary.url, ["run", "--config", config.path])
+        #expect(waitFor(timeout: .seconds(30)) { run.errorOutput.contains("Unrecognized sasl.oauthbearer.config") },
+                "\(run.errorOutput.suffix(2000))")
+        _ = run.stop()
+        #expect(!run.errorOutput.contains(secret), "a secret property's value was logged")
+        #expect(run.errorOutput.contains("<redacted>"))
+    }
 }
 
 /// The binary running with its standard output and error captured to files.

@@ -1,4 +1,5 @@
 import APNs
+import Kafka
 import Observability
 
 /// The effective configuration as YAML, for `apns-bridge check`: every key with the value the
@@ -14,8 +15,7 @@ extension BridgeConfiguration {
 
     /// Whether a librdkafka property holds a secret, by its name.
     public static func isSecretKafkaProperty(_ name: String) -> Bool {
-        let lowered = name.lowercased()
-        return ["password", "secret", "pem", "oauthbearer.config", "token", "jaas"].contains { lowered.contains($0) }
+        KafkaPropertyRules.isSecret(name)
     }
 
     /// The effective configuration as YAML (contract §8 layout).

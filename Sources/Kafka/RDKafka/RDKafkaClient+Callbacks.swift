@@ -11,7 +11,7 @@ extension RDKafkaClient {
             guard let context = RDKafkaClientContext.of(rk) else { return }
             let logLevel = RDKafkaClientContext.level(syslog: level)
             guard context.logger.isEnabled(logLevel) else { return }
-            let message = text.map { String(cString: $0) } ?? ""
+            let message = context.redacting(text.map { String(cString: $0) } ?? "")
             let facilityName = facility.map { String(cString: $0) } ?? ""
             context.logger.log(logLevel, message, metadata: ["facility": facilityName])
         }
@@ -19,7 +19,7 @@ extension RDKafkaClient {
         rd_kafka_conf_set_error_cb(conf) { rk, rawCode, reason, opaque in
             let code = rd_kafka_resp_err_t(rawValue: rawCode)
             guard let context = RDKafkaClientContext.of(opaque: opaque) else { return }
-            let text = reason.map { String(cString: $0) } ?? String(cString: rd_kafka_err2str(code))
+            let text = context.redacting(reason.map { String(cString: $0) } ?? String(cString: rd_kafka_err2str(code)))
             guard code == RD_KAFKA_RESP_ERR__FATAL else {
                 // Connection failures are already in librdkafka's own log line (log_cb).
                 let level: Logger.Level = code == RD_KAFKA_RESP_ERR__TRANSPORT ? .debug : .warning
@@ -30,7 +30,7 @@ extension RDKafkaClient {
             }
             var fatalText = [CChar](repeating: 0, count: 512)
             let fatalCode = rk.map { rd_kafka_fatal_error($0, &fatalText, fatalText.count) } ?? code
-            let error = KafkaError(code: fatalCode.rawValue, message: String(cBuffer: fatalText), isFatal: true)
+            let error = KafkaError(code: fatalCode.rawValue, message: context.redacting(String(cBuffer: fatalText)), isFatal: true)
             context.logger.error("librdkafka fatal error", metadata: ["error": error.description])
             context.fatalError.withLock { stored in
                 if stored == nil { stored = error }
@@ -77,7 +77,7 @@ private let deliveryReportCallback: @convention(c) (
     if code == RD_KAFKA_RESP_ERR__FATAL, let rk {
         var text = [CChar](repeating: 0, count: 512)
         let fatalCode = rd_kafka_fatal_error(rk, &text, text.count)
-        error = KafkaError(code: fatalCode.rawValue, message: "delivery failed: \(String(cBuffer: text))", isFatal: true)
+        error = KafkaError(code: fatalCode.rawValue, message: "delivery failed: \(context.redacting(String(cBuffer: text)))", isFatal: true)
     }
     handler(tag, error)
 }

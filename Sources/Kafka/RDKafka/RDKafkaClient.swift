@@ -33,6 +33,7 @@ final class RDKafkaClient: @unchecked Sendable {
             rd_kafka_conf_destroy(conf)
             throw error
         }
+        context.keepSecrets(of: properties)
         let retained = Unmanaged.passRetained(context)
         rd_kafka_conf_set_opaque(conf, retained.toOpaque())
         RDKafkaClient.registerCallbacks(kind: kind, on: conf)
@@ -42,7 +43,7 @@ final class RDKafkaClient: @unchecked Sendable {
         guard let handle = rd_kafka_new(kind.cType, conf, &errorText, errorText.count) else {
             rd_kafka_conf_destroy(conf)
             retained.release()
-            throw KafkaError.configuration("could not create the Kafka client: \(String(cBuffer: errorText))")
+            throw KafkaError.configuration("could not create the Kafka client: \(context.redacting(String(cBuffer: errorText)))")
         }
         pointer = handle
         self.context = context
@@ -66,7 +67,7 @@ final class RDKafkaClient: @unchecked Sendable {
         var text = [CChar](repeating: 0, count: 512)
         let code = rd_kafka_fatal_error(pointer, &text, text.count)
         guard code != RD_KAFKA_RESP_ERR_NO_ERROR else { return nil }
-        return KafkaError(code: code.rawValue, message: String(cBuffer: text), isFatal: true, isRetriable: false)
+        return KafkaError(code: code.rawValue, message: context.redacting(String(cBuffer: text)), isFatal: true, isRetriable: false)
     }
 
     /// The value the client runs with for property `name`, as librdkafka writes it (integers in
