@@ -3,6 +3,30 @@ import BridgeLocal
 import Testing
 
 @Suite struct PartitionOffsetTrackerTests {
+    /// A partition that once held many records behind a stuck one gives the memory back once
+    /// they are committed, and the pending ones survive every resize in order.
+    @Test func theRingShrinksBackOnceItsRecordsAreCommitted() {
+        var tracker = PartitionOffsetTracker()
+        for offset in 0..<Int64(100_000) { tracker.track(offset) }
+        #expect(tracker.capacity >= 100_000)
+        // The stuck first record holds the others, completed behind it.
+        for offset in 1..<Int64(100_000) { tracker.complete(offset) }
+        #expect(tracker.pendingCount == 100_000)
+        tracker.complete(0)
+        #expect(tracker.committableNextOffset() == 100_000)
+        #expect(tracker.isEmpty)
+        // Shrinking happens as records complete; a fresh burst that stays small keeps it small.
+        for offset in Int64(100_000)..<Int64(100_100) { tracker.track(offset) }
+        for offset in Int64(100_000)..<Int64(100_100) { tracker.complete(offset) }
+        #expect(tracker.capacity <= 4096, "\(tracker.capacity) slots kept for nothing")
+        // Pending entries keep their order through the halvings.
+        for offset in Int64(200_000)..<Int64(300_000) { tracker.track(offset) }
+        for offset in Int64(200_001)..<Int64(299_990) { tracker.complete(offset) }
+        tracker.complete(200_000)
+        #expect(tracker.committableNextOffset() == 299_990)
+        #expect(tracker.pendingCount == 10)
+    }
+
     @Test func contiguousCompletionAdvancesTheCommitOffset() {
         var tracker = PartitionOffsetTracker()
         do { let value = tracker.committableNextOffset(); #expect(value == nil) }

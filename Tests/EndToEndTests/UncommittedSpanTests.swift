@@ -3,6 +3,7 @@ import Bridge
 import BridgeLocal
 import Foundation
 import Kafka
+import Observability
 import TestSupport
 import Testing
 
@@ -47,5 +48,60 @@ struct UncommittedSpanTests {
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: later + 1, timeoutMilliseconds: 30_000, settleMilliseconds: 500)
         #expect(results.count == later + 1)
+    }
+
+    /// The bound is on all partitions together: with an unfinished record at the head of each
+    /// of four partitions, the records held behind them stay near one bound, not four.
+    @Test func theBoundHoldsOverAllPartitionsTogether() throws {
+        let partitionCount = 4
+        let environment = try LocalEnvironment(partitions: Int32(partitionCount))
+        defer { environment.close() }
+        let maxInFlight = 10
+        let bound = maxInFlight * BridgePipeline.uncommittedSpanFactor
+        let laterPerPartition = 2 * bound
+        let token = String(repeating: "6b", count: 32)
+        let expiration = Int(Date().timeIntervalSince1970) + 12
+        let producer = try KafkaProducer(
+            bootstrapServers: environment.kafka.bootstrapServers, properties: ["linger.ms": "5"],
+            logger: Logger(label: "test.producer"), deliveryHandler: { _, error in #expect(error == nil) })
+        for partition in 0..<partitionCount {
+            // Each partition starts with a request to the unreachable sandbox that waits until
+            // its expiration; everything after it is answered at once by production.
+            try producer.produce(
+                topic: environment.requestTopic, key: [UInt8]?.none,
+                value: Array(#"{"id":"held-\#(partition)","token":"\#(token)","environment":"sandbox","expiration":\#(expiration),"payload":{}}"#.utf8),
+                headers: [], tag: 0, partition: Int32(partition))
+            for index in 0..<laterPerPartition {
+                try producer.produce(
+                    topic: environment.requestTopic, key: [UInt8]?.none,
+                    value: Array(#"{"id":"p\#(partition)-\#(index)","token":"\#(token)","payload":{}}"#.utf8),
+                    headers: [], tag: 0, partition: Int32(partition))
+            }
+        }
+        #expect(producer.flush(timeoutMilliseconds: 30_000))
+        producer.close()
+        let total = partitionCount * (laterPerPartition + 1)
+        let yaml = environment.configurationYAML(groupID: "e2e-span-all", extra: "limits: {max_in_flight: \(maxInFlight)}")
+            .replacingOccurrences(of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)", with: "sandbox_url: https://127.0.0.1:1")
+        #expect(yaml.contains("sandbox_url: https://127.0.0.1:1"))
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        defer { runner.stop() }
+
+        // Every partition ends up paused behind its unfinished record, and together they hold
+        // at most the bound and each other partition's share of it: under two bounds (a bound
+        // for each would let them hold four).
+        #expect(waitFor(timeout: .seconds(30)) {
+            runner.pipeline.spanPausedPartitionCount == partitionCount && runner.pipeline.notificationsAwaitingAPNs == partitionCount
+        })
+        let held = runner.pipeline.uncommittedRecordCount
+        #expect(held > bound && held < 3 * bound, "\(held) records consumed and not committable")
+
+        // The unfinished ones expire: every commit moves, the partitions resume and drain.
+        #expect(waitFor(timeout: .seconds(40)) { (try? environment.committedRequestCount(groupID: "e2e-span-all")) == Int64(total) })
+        #expect(runner.pipeline.spanPausedPartitionCount == 0)
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: total, timeoutMilliseconds: 30_000, settleMilliseconds: 500)
+        #expect(results.count == total)
     }
 }

@@ -30,6 +30,9 @@ public struct PartitionOffsetTracker: Sendable {
     /// Records tracked but not yet committed-past (completed ones behind a gap included).
     public var pendingCount: Int { count }
 
+    /// Pending offsets the ring holds before it grows (memory: 16 bytes each).
+    public var capacity: Int { ring.count }
+
     /// Whether nothing is pending.
     public var isEmpty: Bool { count == 0 }
 
@@ -57,6 +60,7 @@ public struct PartitionOffsetTracker: Sendable {
             head = (head + 1) & (ring.count - 1)
             count -= 1
         }
+        if ring.count > Self.retainedCapacity, count < ring.count / 8 { resize(to: ring.count / 2) }
         return true
     }
 
@@ -101,10 +105,20 @@ public struct PartitionOffsetTracker: Sendable {
         return nil
     }
 
+    /// The capacity a ring keeps however empty it gets. Above it, a ring an eighth full is
+    /// halved, so a partition that once held many records behind a stuck one gives the memory
+    /// back once they are committed (halving leaves it a quarter full: no flapping).
+    static let retainedCapacity = 4096
+
     mutating func grow() {
-        var larger = Array(repeating: Entry(offset: 0, done: false), count: ring.count * 2)
-        for position in 0..<count { larger[position] = ring[slot(position)] }
-        ring = larger
+        resize(to: ring.count * 2)
+    }
+
+    /// Moves the pending entries into a ring of `capacity` (a power of two, at least `count`).
+    mutating func resize(to capacity: Int) {
+        var resized = Array(repeating: Entry(offset: 0, done: false), count: capacity)
+        for position in 0..<count { resized[position] = ring[slot(position)] }
+        ring = resized
         head = 0
     }
 }

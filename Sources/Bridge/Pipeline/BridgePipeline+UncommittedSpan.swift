@@ -3,30 +3,36 @@ import Observability
 import Synchronization
 
 extension BridgePipeline {
-    /// How many records one partition may hold consumed and not yet committable, as a multiple
-    /// of `limits.max_in_flight` (200,000 by default).
+    /// How many records the assigned partitions together may hold consumed and not yet
+    /// committable, as a multiple of `limits.max_in_flight` (200,000 by default).
     public static let uncommittedSpanFactor = 10
 
-    /// Consumer thread, every loop iteration: bounds, per partition, the records consumed behind
-    /// one that is not finished.
+    /// Consumer thread, every loop iteration: bounds the records consumed behind ones that are
+    /// not finished, over all assigned partitions together.
     ///
     /// Offsets are committed in order, so one notification that cannot finish (its app's APNs
     /// endpoint unreachable, waiting without an expiration) holds its partition's commit while
     /// later records of other apps complete around it. Their offsets would pile up in memory
-    /// without bound, and a restart would send every one of them again. A partition past the
-    /// bound is paused on its own (the others go on) and resumes once its span is down to half.
+    /// without bound, and a restart would send every one of them again. When the partitions
+    /// together hold more than the bound, each one holding at least its share of it (the bound
+    /// over the assigned partitions) is paused on its own: the others go on, so a partition
+    /// without a stuck record keeps flowing. Bounding the sum, not each partition, keeps memory
+    /// and the replay after a restart independent of how many partitions an instance holds.
+    /// The paused ones resume once the sum is down to half the bound.
     func boundUncommittedSpans() {
         let bound = configuration.limits.maxInFlight * Self.uncommittedSpanFactor
         let held = spanPausedSnapshot
         var over: [(KafkaTopicPartition, Int)] = []
         var under: [KafkaTopicPartition] = []
         partitions.withLock { map in
-            for (topicPartition, progress) in map {
-                let span = progress.pendingCount
-                if held.contains(topicPartition) {
-                    if span <= bound / 2 { under.append(topicPartition) }
-                } else if span > bound {
-                    over.append((topicPartition, span))
+            let total = map.values.reduce(0) { $0 + $1.pendingCount }
+            if total <= bound / 2 {
+                under = map.keys.filter { held.contains($0) }
+            } else if total > bound {
+                let share = max(1, bound / max(1, map.count))
+                for (topicPartition, progress) in map where !held.contains(topicPartition) {
+                    let span = progress.pendingCount
+                    if span >= share { over.append((topicPartition, span)) }
                 }
             }
         }
@@ -58,7 +64,7 @@ extension BridgePipeline {
         guard !resumable.isEmpty else { return }
         do {
             try consumer.resume(resumable)
-            logger.info("partition resumed: its uncommitted records are down to half the bound",
+            logger.info("partition resumed: the uncommitted records are down to half the bound",
                         metadata: ["kafka.partitions": describe(resumable)])
         } catch {
             logger.warning("resuming partitions failed", metadata: ["error": "\(error)"])

@@ -211,6 +211,11 @@ public final class BridgePipeline: Sendable {
         partitions.withLock { $0.values.map(\.pendingCount).max() ?? 0 }
     }
 
+    /// The records all assigned partitions together hold consumed and not yet committable.
+    public var uncommittedRecordCount: Int {
+        partitions.withLock { $0.values.reduce(0) { $0 + $1.pendingCount } }
+    }
+
     /// Notifications handed to APNs and not answered yet.
     public var notificationsAwaitingAPNs: Int {
         dispatcher.inFlight
