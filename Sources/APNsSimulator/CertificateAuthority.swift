@@ -78,11 +78,11 @@ public final class CertificateAuthority: @unchecked Sendable {
         try CertificateFiles.write(certificatePEM, to: path, mode: 0o644)
     }
 
-    /// Creates `directory` if needed and writes `ca.pem`, `server.pem` / `server-key.pem` (for
+    /// Creates `directory` if needed (see ``CertificateFiles/prepareDirectory(_:)``) and writes `ca.pem`, `server.pem` / `server-key.pem` (for
     /// `serverHosts`) and, when `clientCommonName` is given, `client.pem` / `client-key.pem`.
     public func writeFiles(to directory: String, serverHosts: [String] = ["localhost", "127.0.0.1"],
                            clientCommonName: String? = nil) throws -> CertificateFiles {
-        _ = mkdir(directory, 0o755)
+        try CertificateFiles.prepareDirectory(directory)
         let files = CertificateFiles(directory: directory, withClient: clientCommonName != nil)
         try writeCertificate(to: files.caCertificatePath)
         try issueServerCertificate(hosts: serverHosts)

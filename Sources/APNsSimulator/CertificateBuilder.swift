@@ -139,17 +139,33 @@ public struct CertificateFiles: Sendable {
         clientPrivateKeyPath = withClient ? directory + "/client-key.pem" : nil
     }
 
+    /// Creates `directory` (mode 0700) if it is missing, and refuses one that is not a real
+    /// directory of this user's, writable by nobody else: files written into a directory that
+    /// another user controls could be read or replaced by them.
+    static func prepareDirectory(_ directory: String) throws {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw HTTP2Error.system("mkdir(\(directory))") }
+        var status = stat()
+        guard lstat(directory, &status) == 0 else { throw HTTP2Error.system("lstat(\(directory))") }
+        guard status.st_mode & S_IFMT == S_IFDIR, status.st_uid == geteuid(), status.st_mode & 0o022 == 0 else {
+            throw HTTP2Error(.certificateGeneration,
+                             "\(directory) must be a directory (not a link) of this user's that no one else can write to")
+        }
+    }
+
     /// Writes `text` to `path` with permissions `mode` (replacing the file).
     static func write(_ text: String, to path: String, mode: mode_t) throws {
         try write(Array(text.utf8), to: path, mode: mode)
     }
 
-    /// Writes `bytes` to `path` with permissions `mode` (replacing the file).
+    /// Writes `bytes` to `path` with permissions `mode` (replacing the file). A symbolic link
+    /// at `path` is refused, not followed, and a file that cannot be given `mode` (another
+    /// user's) is refused before anything is written into it.
     static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        let fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw HTTP2Error.system("open(\(path))") }
         defer { close(fd) }
-        _ = fchmod(fd, mode)
+        guard fchmod(fd, mode) == 0 else { throw HTTP2Error.system("fchmod(\(path))") }
+        guard ftruncate(fd, 0) == 0 else { throw HTTP2Error.system("ftruncate(\(path))") }
         var offset = 0
         while offset < bytes.count {
             // invariant: offset < bytes.count, so the buffer is non-empty.

@@ -35,7 +35,7 @@ public struct TestCredentials: Sendable {
         let files = try CertificateAuthority().writeFiles(to: directory, serverHosts: serverHosts)
         let authKey = try APNsAuthKeyGenerator.generate()
         let authKeyFile = directory + "/AuthKey_" + keyID + ".p8"
-        try writeFile(authKey.privateKeyPKCS8PEM, to: authKeyFile, mode: 0o600)
+        try CertificateFiles.write(authKey.privateKeyPKCS8PEM, to: authKeyFile, mode: 0o600)
         return TestCredentials(
             directory: directory, caFile: files.caCertificatePath, serverCertificateFile: files.serverCertificatePath,
             serverPrivateKeyFile: files.serverPrivateKeyPath, authKeyFile: authKeyFile, authKey: authKey,
@@ -51,18 +51,5 @@ public struct TestCredentials: Sendable {
     public func simulatorConfiguration(host: String = "127.0.0.1", port: Int = 0) -> APNsSimulatorConfiguration {
         APNsSimulatorConfiguration(host: host, port: port, certificateFile: serverCertificateFile,
                                    privateKeyFile: serverPrivateKeyFile, authKeys: [simulatorAuthKey])
-    }
-
-    private static func writeFile(_ text: String, to path: String, mode: mode_t) throws(APNsKeyError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
-        guard descriptor >= 0 else { throw .fileUnwritable(path: path) }
-        defer { close(descriptor) }
-        let bytes = Array(text.utf8)
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            guard result > 0 else { throw .fileUnwritable(path: path) }
-            written += result
-        }
     }
 }
