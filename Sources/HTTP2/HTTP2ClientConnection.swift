@@ -42,6 +42,11 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// as a peer ignoring RST_STREAM sends); past it the connection ends with GOAWAY
     /// ENHANCE_YOUR_CALM. Checked as the connection window is refilled (every 8 MiB read).
     public static let maxDiscardedDataBytes = 4 << 20
+    /// The most streams a connection opens at once, whatever the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS: APNs announces 1000, and a larger value (up to 2^32 - 1
+    /// from a hostile or misconfigured endpoint) would let one connection take every notification
+    /// in flight, each with its response buffers. A smaller announced value is obeyed as it is.
+    public static let maxStreamsPerConnection = 1000
     /// How long connecting, the TLS handshake and the first SETTINGS may take.
     static let connectTimeoutNanoseconds: UInt64 = 10_000_000_000
 
@@ -94,6 +99,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var startedAt: UInt64 = 0
     private var sweepTimer: EventLoopTimer?
     private var expiredScratch: [Int32] = []
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, clamped to `maxStreamsPerConnection`.
     var peerMaxConcurrentStreams = 100
     /// When the last frame arrived (monotonic nanoseconds): any frame proves the peer alive. No
     /// runtime exclusivity check (one per frame): loop thread only, and only ever stored or read.
@@ -128,7 +134,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// Streams submitted and not finished yet.
     public var activeStreams: Int { streams.count }
 
-    /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive).
+    /// The streams this connection may have open at once: the server's current
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive), at most
+    /// ``maxStreamsPerConnection``.
     public var maxConcurrentStreams: Int { peerMaxConcurrentStreams }
 
     /// Whether the server sent GOAWAY.
