@@ -93,6 +93,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var dataBytesKept = 0
     var initialWindowRaiseSent = false
     private var connection: TLSConnection?
+    /// The wait for the host's name lookup while it runs (withdrawn if the connection ends first).
+    private var pendingResolution: HostResolver.Waiter?
     private var addresses: [SocketAddress] = []
     private var nextAddressIndex = 0
     private var lastConnectError = ""
@@ -159,8 +161,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         return nghttp2_session_set_next_stream_id(session, streamID) == 0
     }
 
-    /// Resolves the host (off-loop for names), connects without blocking, and runs the TLS
-    /// handshake (SNI, host verification, ALPN "h2" required).
+    /// Resolves the host (names off-loop through ``HostResolver/shared``: one lookup per host and
+    /// port at a time, process-wide), connects without blocking, and runs the TLS handshake (SNI,
+    /// host verification, ALPN "h2" required). The connect deadline covers the lookup too.
     public func start() {
         guard loop.inEventLoop else {
             loop.execute { self.start() }
@@ -174,14 +177,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             didResolve(Result { try SocketAddress.resolve(host: host, port: port) })
             return
         }
-        let targetHost = host, targetPort = port
-        do {
-            try ThreadStarter.start(name: "dns-\(targetHost)", detached: true) {
-                let result = Result { try SocketAddress.resolve(host: targetHost, port: targetPort) }
-                self.loop.execute { self.didResolve(result) }
-            }
-        } catch {
-            finish(reason: "cannot start name resolution: \(error)")
+        pendingResolution = HostResolver.shared.resolve(host: host, port: port) { result in
+            self.loop.execute { self.didResolve(result) }
         }
     }
 
@@ -267,6 +264,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     // MARK: - Connecting
 
     private func didResolve(_ result: Result<[SocketAddress], Error>) {
+        loop.preconditionInEventLoop()
+        pendingResolution = nil
         guard state == .connecting else { return }
         switch result {
         case .success(let resolved):
@@ -354,6 +353,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     func finish(reason: String) {
         guard state != .closed else { return }
         state = .closed
+        if let pendingResolution {
+            HostResolver.shared.cancel(pendingResolution)
+            self.pendingResolution = nil
+        }
         if let sweepTimer { loop.cancel(sweepTimer) }
         sweepTimer = nil
         connection = nil
