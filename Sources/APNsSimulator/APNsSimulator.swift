@@ -76,6 +76,11 @@ public final class APNsSimulator: Sendable {
         running.withLock { $0?.server.port ?? 0 }
     }
 
+    /// Connections accepted and not closed yet, half-open ones included (0 when not running). Any thread.
+    public var openConnections: Int {
+        running.withLock { $0?.server.openConnectionCount ?? 0 }
+    }
+
     /// Announces a new SETTINGS_MAX_CONCURRENT_STREAMS on every open connection.
     public func setMaxConcurrentStreams(_ value: Int) {
         running.withLock { $0?.server.setMaxConcurrentStreams(value) }

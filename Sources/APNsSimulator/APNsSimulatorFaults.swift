@@ -22,7 +22,8 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
     /// Probability that a stream is never answered.
     public var stallRate: Double
     /// A connection answers N streams; from the (N+1)-th on it stops reading and writing (PINGs
-    /// unanswered, nothing sent) while TCP stays up.
+    /// unanswered, nothing sent) while TCP stays up. What the client sends is dropped unread; the
+    /// client's close still ends the connection.
     public var halfOpenAfterStreams: Int?
     /// Provider tokens older than this are answered 403 ExpiredProviderToken (APNs: 1 hour).
     public var jwtMaximumAge: Duration?

@@ -80,6 +80,11 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         shared.withLock { $0.maxConcurrentStreams }
     }
 
+    /// Connections accepted and not closed yet (handshaking, open or suspended). Any thread.
+    public var openConnectionCount: Int {
+        shared.withLock { $0.connections.count }
+    }
+
     /// Makes new connections announce `value` instead of the maximum until the handler raises
     /// them (``HTTP2ServerConnection/raiseConcurrentStreamLimit()``), as APNs does with 1 stream
     /// until it has seen a valid provider token; nil announces the maximum from the start.

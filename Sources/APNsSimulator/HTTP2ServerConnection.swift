@@ -119,7 +119,8 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         connection?.close(reason: "dropped by the server", graceful: false)
     }
 
-    /// Stops reading and writing; TCP stays open until the server closes. Called from a
+    /// Stops reading and writing; TCP stays open until the server or the client closes (what the
+    /// client sends meanwhile is thrown away, its close is still seen). Called from a
     /// handler, i.e. inside nghttp2's receive callbacks: the suspension waits until the current
     /// read is over, so answers already given to earlier streams of that read are written
     /// first. `suspended` runs once, after the suspension. Loop thread.

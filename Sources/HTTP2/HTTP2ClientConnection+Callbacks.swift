@@ -172,8 +172,9 @@ extension HTTP2ClientConnection {
             }
         case NGHTTP2_SETTINGS.rawValue:
             guard header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0, let session else { return }
+            // The server's limit, clamped to what one connection is allowed to carry.
             let value = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
-            peerMaxConcurrentStreamsDidChange(Int(min(value, UInt32(Int32.max))))
+            peerMaxConcurrentStreamsDidChange(Int(min(value, UInt32(Self.maxStreamsPerConnection))))
         case NGHTTP2_GOAWAY.rawValue:
             goAwayLastStreamID = frame.pointee.goaway.last_stream_id
             goAwayErrorCode = frame.pointee.goaway.error_code

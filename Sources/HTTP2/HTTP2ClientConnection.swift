@@ -42,6 +42,11 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// as a peer ignoring RST_STREAM sends); past it the connection ends with GOAWAY
     /// ENHANCE_YOUR_CALM. Checked as the connection window is refilled (every 8 MiB read).
     public static let maxDiscardedDataBytes = 4 << 20
+    /// The most streams a connection opens at once, whatever the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS: APNs announces 1000, and a larger value (up to 2^32 - 1
+    /// from a hostile or misconfigured endpoint) would let one connection take every notification
+    /// in flight, each with its response buffers. A smaller announced value is obeyed as it is.
+    public static let maxStreamsPerConnection = 1000
     /// How long connecting, the TLS handshake and the first SETTINGS may take.
     static let connectTimeoutNanoseconds: UInt64 = 10_000_000_000
 
@@ -88,12 +93,15 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var dataBytesKept = 0
     var initialWindowRaiseSent = false
     private var connection: TLSConnection?
+    /// The wait for the host's name lookup while it runs (withdrawn if the connection ends first).
+    private var pendingResolution: HostResolver.Waiter?
     private var addresses: [SocketAddress] = []
     private var nextAddressIndex = 0
     private var lastConnectError = ""
     private var startedAt: UInt64 = 0
     private var sweepTimer: EventLoopTimer?
     private var expiredScratch: [Int32] = []
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, clamped to `maxStreamsPerConnection`.
     var peerMaxConcurrentStreams = 100
     /// When the last frame arrived (monotonic nanoseconds): any frame proves the peer alive. No
     /// runtime exclusivity check (one per frame): loop thread only, and only ever stored or read.
@@ -128,7 +136,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// Streams submitted and not finished yet.
     public var activeStreams: Int { streams.count }
 
-    /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive).
+    /// The streams this connection may have open at once: the server's current
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive), at most
+    /// ``maxStreamsPerConnection``.
     public var maxConcurrentStreams: Int { peerMaxConcurrentStreams }
 
     /// Whether the server sent GOAWAY.
@@ -151,8 +161,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         return nghttp2_session_set_next_stream_id(session, streamID) == 0
     }
 
-    /// Resolves the host (off-loop for names), connects without blocking, and runs the TLS
-    /// handshake (SNI, host verification, ALPN "h2" required).
+    /// Resolves the host (names off-loop through ``HostResolver/shared``: one lookup per host and
+    /// port at a time, process-wide), connects without blocking, and runs the TLS handshake (SNI,
+    /// host verification, ALPN "h2" required). The connect deadline covers the lookup too.
     public func start() {
         guard loop.inEventLoop else {
             loop.execute { self.start() }
@@ -166,14 +177,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
             didResolve(Result { try SocketAddress.resolve(host: host, port: port) })
             return
         }
-        let targetHost = host, targetPort = port
-        do {
-            try ThreadStarter.start(name: "dns-\(targetHost)", detached: true) {
-                let result = Result { try SocketAddress.resolve(host: targetHost, port: targetPort) }
-                self.loop.execute { self.didResolve(result) }
-            }
-        } catch {
-            finish(reason: "cannot start name resolution: \(error)")
+        pendingResolution = HostResolver.shared.resolve(host: host, port: port) { result in
+            self.loop.execute { self.didResolve(result) }
         }
     }
 
@@ -259,6 +264,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     // MARK: - Connecting
 
     private func didResolve(_ result: Result<[SocketAddress], Error>) {
+        loop.preconditionInEventLoop()
+        pendingResolution = nil
         guard state == .connecting else { return }
         switch result {
         case .success(let resolved):
@@ -346,6 +353,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     func finish(reason: String) {
         guard state != .closed else { return }
         state = .closed
+        if let pendingResolution {
+            HostResolver.shared.cancel(pendingResolution)
+            self.pendingResolution = nil
+        }
         if let sweepTimer { loop.cancel(sweepTimer) }
         sweepTimer = nil
         connection = nil

@@ -74,7 +74,8 @@ public protocol HTTP2ClientConnectionDelegate: AnyObject {
     /// A stream submitted with `tag` finished, exactly once per successful `submit`.
     func connection(_ connection: HTTP2ClientConnection, didFinishStream tag: UInt64,
                     result: Result<HTTP2Response, HTTP2StreamFailure>)
-    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (re-read on every SETTINGS frame).
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (re-read on every SETTINGS frame), at most
+    /// ``HTTP2ClientConnection/maxStreamsPerConnection``.
     func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int)
     /// The connection closed, after every open stream was finished. The last call.
     func connectionDidClose(_ connection: HTTP2ClientConnection, reason: String)

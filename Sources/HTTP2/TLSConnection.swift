@@ -134,15 +134,17 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
         }
     }
 
-    /// Stops reading and writing without closing: the socket is no longer watched, so the peer
-    /// sees a connection that takes bytes (until its buffers fill) and answers nothing, PINGs
-    /// included, while TCP stays up until ``close(reason:graceful:)``. Loop thread. For test
-    /// servers that play a half-open peer.
+    /// Stops reading and writing without closing: the peer sees a connection that takes bytes
+    /// and answers nothing, PINGs included, while TCP stays up until
+    /// ``close(reason:graceful:)`` or until the peer closes. What arrives meanwhile is read from
+    /// the socket and thrown away unread by TLS and HTTP/2, so the end of the peer's stream (or
+    /// a reset) is still seen and closes the connection: a suspended connection the peer gave up
+    /// on does not keep its descriptor. Loop thread. For test servers that play a half-open peer.
     package func suspendIO() {
+        loop.preconditionInEventLoop()
         guard state == .open, !ioSuspended else { return }
         ioSuspended = true
-        loop.unregister(fd: fd)
-        interest = []
+        setInterest(.readable)
     }
 
     /// The `SSL*` while the connection is not closed (e.g. to read the peer's certificate). Loop thread.
@@ -151,6 +153,10 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     // MARK: - Events
 
     package func eventLoopReadable() {
+        if ioSuspended {
+            discardUntilPeerCloses()
+            return
+        }
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()
@@ -166,6 +172,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     }
 
     package func eventLoopWritable() {
+        if ioSuspended { return }
         switch state {
         case .connecting: finishConnect()
         case .handshaking: handshake()
@@ -280,6 +287,27 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
             return
         }
         pump()
+    }
+
+    /// While suspended: reads what the peer sent straight from the socket and drops it; closes
+    /// at the end of the peer's stream or on a socket error. A few buffers per wake-up, so a peer
+    /// that keeps sending cannot hold the loop (the socket stays readable and is seen again).
+    private func discardUntilPeerCloses() {
+        guard state == .open else { return }
+        let buffer = loop.readBuffer
+        for _ in 0..<16 {
+            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count > 0 { continue }
+            if count == 0 {
+                teardown(reason: "peer closed the connection", graceful: false)
+                return
+            }
+            let error = errno
+            if error == EINTR { continue }
+            if error == EAGAIN || error == EWOULDBLOCK { return }
+            teardown(reason: "connection lost: \(String(cString: strerror(error)))", graceful: false)
+            return
+        }
     }
 
     // MARK: - Write path

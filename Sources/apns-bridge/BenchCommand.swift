@@ -48,7 +48,8 @@ enum BenchCommand {
       --simulator-threads T    event loop threads of the simulator (default 1)
       --simulator-latency MS   the simulator answers each stream MS milliseconds late (APNs' round
                                trip; default 0)
-      --simulator-streams S    the simulator's SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
+      --simulator-streams S    the simulator's SETTINGS_MAX_CONCURRENT_STREAMS (default 1000; the
+                               bridge opens at most 1000 streams per connection)
       --exactly-once           run the bridge with kafka.exactly_once: true (transactions)
       --skip-h2load            do not run the h2load reference
       --rounds H               peak rounds, each h2load then the bridge (default 3; 1 for profiling)

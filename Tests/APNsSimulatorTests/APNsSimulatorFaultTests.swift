@@ -131,6 +131,25 @@ struct APNsSimulatorFaultTests {
         await client.stop()
     }
 
+    /// Clients that give up on their half-open connections and close them: the simulator sees
+    /// each close and lets the connection (and its descriptor) go.
+    @Test func halfOpenConnectionsTheirClientsCloseAreReleased() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(halfOpenAfterStreams: 1))
+        defer { fixture.stop() }
+        let authorization = try fixture.authorization()
+        for round in 1...3 {
+            let client = try fixture.client()
+            #expect(await client.connect())
+            let answered = await client.exchange([fixture.request(authorization: authorization)])
+            #expect(answered.first?.statusAndReason?.status == 200)
+            _ = await client.send([fixture.request(authorization: authorization)])
+            #expect(await eventually { fixture.simulator.statistics.connectionsHalfOpened == round })
+            #expect(fixture.simulator.openConnections == 1)
+            await client.stop()
+            #expect(await eventually { fixture.simulator.openConnections == 0 }, "round \(round)")
+        }
+    }
+
     /// Requests that arrive together (one read): the ones before the limit are still answered.
     @Test func aHalfOpenConnectionAnswersTheStreamsBeforeItsLimitThatCameInTheSameRead() async throws {
         let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(halfOpenAfterStreams: 2))

@@ -187,6 +187,30 @@ final class RequestPump: @unchecked Sendable {
         try await client.stop()
     }
 
+    /// A server announcing far more than APNs' 1000 streams (here 2^31) still gets at most 1000
+    /// open at once on one connection.
+    @Test(.timeLimit(.minutes(1)))
+    func aServerAnnouncingMoreThanAThousandStreamsGetsAThousandAtMost() async throws {
+        let pair = try ClientServerPair(maxConcurrentStreams: 1 << 31)
+        defer { pair.tearDown() }
+        let (server, client) = (pair.server, pair.client)
+        #expect(try await client.connect())
+        #expect(client.delegate.record.withLock { $0.settings } == [HTTP2ClientConnection.maxStreamsPerConnection])
+
+        let connection = client.connection
+        let attempts = HTTP2ClientConnection.maxStreamsPerConnection + 200
+        let (accepted, active, available) = await onLoop(client.loop) {
+            let accepted = (0..<UInt64(attempts)).filter { connection.submit(testRequest(tag: $0, path: "/never"), tag: $0) }.count
+            connection.flush()
+            return (accepted, connection.activeStreams, connection.availableStreams)
+        }
+        #expect(accepted == HTTP2ClientConnection.maxStreamsPerConnection)
+        #expect(active == HTTP2ClientConnection.maxStreamsPerConnection)
+        #expect(available == 0)
+        #expect(await eventually { server.handler.received == HTTP2ClientConnection.maxStreamsPerConnection })
+        #expect(server.handler.stats.withLock { $0.maxInFlight } == HTTP2ClientConnection.maxStreamsPerConnection)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func largeBodiesAreEchoedAndOversizedOnesReset() async throws {
         let pair = try ClientServerPair()

@@ -1,0 +1,106 @@
+@testable import HTTP2
+import Observability
+import Testing
+
+/// A name lookup for one host and port that hangs until released (as `getaddrinfo` does with an
+/// unresponsive name server), then answers 127.0.0.1. Counts the lookups it saw and how many ran
+/// at once.
+final class HangingLookup: Sendable {
+    struct Counts {
+        var started = 0
+        var running = 0
+        var mostRunning = 0
+        var released = false
+    }
+
+    let host: String
+    let port: Int
+    let counts = Locked(Counts())
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Installs itself on the shared resolver for its host and port only (other hosts and ports
+    /// are looked up for real); returns the lookup to put back.
+    func install() -> HostResolver.Lookup {
+        HostResolver.shared.replaceLookup { [self] host, port in
+            guard host == self.host, port == self.port else { return try SocketAddress.resolve(host: host, port: port) }
+            return try lookup()
+        }
+    }
+
+    private func lookup() throws -> [SocketAddress] {
+        counts.withLock {
+            $0.started += 1
+            $0.running += 1
+            $0.mostRunning = max($0.mostRunning, $0.running)
+        }
+        defer { counts.withLock { $0.running -= 1 } }
+        _ = waitFor(timeout: .seconds(60)) { counts.withLock { $0.released } }
+        return try SocketAddress.resolve(host: "127.0.0.1", port: port)
+    }
+
+    func release() { counts.withLock { $0.released = true } }
+    var started: Int { counts.withLock { $0.started } }
+    var mostRunning: Int { counts.withLock { $0.mostRunning } }
+}
+
+/// Connection attempts and the process-wide name resolver, over real sockets.
+@Suite(.serialized) struct HostResolverTests {
+    /// Connection attempts to a host whose lookup hangs, including attempts that end (as at the
+    /// connect deadline) and new ones started meanwhile (as the pool's reconnects), share one
+    /// lookup: the blocked threads do not grow with the attempts. Once the lookup answers, every
+    /// attempt still waiting connects; the ended ones hear nothing more.
+    @Test(.timeLimit(.minutes(1)))
+    func attemptsToAHostShareOneHangingLookupAndConnectWhenItAnswers() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let tls = try TLSClientContext(credentials.clientConfiguration)
+        let loop = try EventLoop(name: "resolver-test")
+        defer { loop.shutdown() }
+
+        let hanging = HangingLookup(host: "localhost", port: server.port)
+        let previous = hanging.install()
+        defer { _ = HostResolver.shared.replaceLookup(previous) }
+
+        func startAttempts(_ count: Int) async -> [(HTTP2ClientConnection, RecordingDelegate)] {
+            let attempts = (0..<count).map { _ in
+                let delegate = RecordingDelegate()
+                return (HTTP2ClientConnection(host: "localhost", port: server.port, tls: tls, loop: loop,
+                                              delegate: delegate, streamTimeoutNanoseconds: 10_000_000_000), delegate)
+            }
+            for (connection, _) in attempts { connection.start() }
+            await onLoop(loop) {}  // every start ran on the loop (FIFO)
+            return attempts
+        }
+
+        let first = await startAttempts(20)
+        #expect(await eventually { hanging.started == 1 })
+        #expect(hanging.started == 1)
+
+        let ended = Array(first.prefix(10)), waiting = Array(first.dropFirst(10))
+        await onLoop(loop) { for (connection, _) in ended { connection.close() } }
+        #expect(ended.allSatisfy { $0.1.closeReason != nil })
+        let reconnects = await startAttempts(10)
+        #expect(hanging.started == 1, "one lookup for every attempt")
+        #expect(hanging.mostRunning == 1)
+        #expect((waiting + reconnects).allSatisfy { !$0.1.isReady && $0.1.closeReason == nil })
+
+        hanging.release()
+        #expect(await eventually { (waiting + reconnects).allSatisfy { $0.1.isReady } })
+        #expect(ended.allSatisfy { !$0.1.isReady && $0.1.closeReason == "connection closed by client" })
+
+        // The lookup is over: the next attempt looks the host up again.
+        let later = await startAttempts(1)
+        #expect(await eventually { later[0].1.isReady })
+        #expect(hanging.started == 2)
+        #expect(hanging.mostRunning == 1)
+
+        await onLoop(loop) { for (connection, _) in waiting + reconnects + later { connection.close() } }
+        #expect(await eventually { (waiting + reconnects + later).allSatisfy { $0.1.closeReason != nil } })
+    }
+}
