@@ -251,9 +251,22 @@ enum BridgeBinary {
         return process.terminationStatus
     }
 
-    /// Terminates `process` if it still runs and reaps it.
+    /// Kills `process` with SIGKILL if it still runs `interval` from now (its pipes then reach
+    /// their end, so a reader waiting on them returns).
+    static func killAtDeadline(_ process: Process, after interval: DispatchTimeInterval) {
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [process] in
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
+    }
+
+    /// Terminates `process` if it still runs and reaps it (SIGKILL when it has not exited 30 s
+    /// after SIGTERM, so a stuck process cannot hold the test run).
     static func stop(_ process: Process) {
-        if process.isRunning { process.terminate() }
+        if process.isRunning {
+            process.terminate()
+            if wait(process, seconds: 30) == nil { kill(process.processIdentifier, SIGKILL) }
+        }
         process.waitUntilExit()
     }
 
@@ -269,6 +282,10 @@ enum BridgeBinary {
         return contents.split(separator: "\n").count { $0.contains(text) }
     }
 
+    /// How long `run` lets a command take before it is killed: a command that hangs fails its
+    /// test (status SIGKILL) instead of holding the whole run.
+    static let runDeadline: DispatchTimeInterval = .seconds(180)
+
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
         let process = Process()
         process.executableURL = url
@@ -278,6 +295,7 @@ enum BridgeBinary {
         process.standardOutput = output
         process.standardError = error
         try process.run()
+        killAtDeadline(process, after: runDeadline)
         // Both pipes are drained at once: a child that fills one while the other is read would block forever.
         let errorReader = PipeDrain(error.fileHandleForReading)
         let outputData = output.fileHandleForReading.readDataToEndOfFile()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import HTTP2
 import Testing
 
@@ -80,7 +81,14 @@ struct SimulatorProcessTests {
         simulator.standardOutput = output
         simulator.standardError = FileHandle.nullDevice
         try simulator.run()
-        guard let port = try readListeningPort(from: output.fileHandleForReading, host: listen) else {
+        // A simulator that never names its port is killed, so the read below reaches its end.
+        let named = Atomic<Bool>(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(30)) { [simulator] in
+            if !named.load(ordering: .relaxed), simulator.isRunning { simulator.terminate() }
+        }
+        let port = try readListeningPort(from: output.fileHandleForReading, host: listen)
+        named.store(true, ordering: .relaxed)
+        guard let port else {
             BridgeBinary.stop(simulator)
             throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "the simulator named no port"])
         }
