@@ -21,12 +21,16 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         var closed = false
     }
 
+    /// The time a new connection has for its TLS handshake and HTTP/2 preface by default.
+    public static let defaultPrefaceTimeout: Duration = .seconds(10)
+
     /// The bound port (the ephemeral one when created with port 0).
     public let port: Int
     private let tls: TLSServerContext
     private let group: EventLoopGroup
     private let handler: HTTP2ServerHandler
     private let requestBodyLimit: HTTP2RequestBodyLimit
+    private let prefaceTimeout: Duration
     private let observer: HTTP2ServerObserver?
     private let acceptLoop: EventLoop
     private let listenFD: Int32
@@ -38,9 +42,13 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     /// - Parameters:
     ///   - maxConcurrentStreams: SETTINGS_MAX_CONCURRENT_STREAMS announced to clients.
     ///   - requestBodyLimit: what happens to a request body longer than the server keeps.
+    ///   - prefaceTimeout: how long an accepted connection has to finish its TLS handshake and
+    ///     send the HTTP/2 connection preface (its first SETTINGS) before it is closed, so clients
+    ///     that connect and send nothing cannot hold sockets forever.
     /// - Throws: ``HTTP2Error`` when the address cannot be resolved or bound.
     public init(host: String, port: Int, tls: TLSServerContext, group: EventLoopGroup,
                 maxConcurrentStreams: Int, requestBodyLimit: HTTP2RequestBodyLimit = .standard,
+                prefaceTimeout: Duration = HTTP2Server.defaultPrefaceTimeout,
                 handler: HTTP2ServerHandler) throws {
         let address = try SocketAddress.resolve(host: host, port: port, passive: true)[0]
         let listenFD = try address.listen(backlog: 1024)
@@ -50,6 +58,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         self.group = group
         self.handler = handler
         self.requestBodyLimit = requestBodyLimit
+        self.prefaceTimeout = prefaceTimeout
         self.observer = handler as? HTTP2ServerObserver
         self.acceptLoop = group.next()
         self.shared = Locked(Shared(maxConcurrentStreams: maxConcurrentStreams))
@@ -152,7 +161,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
                     fd: fd, ssl: ssl, loop: loop, server: self, handler: handler, observer: observer,
                     maxConcurrentStreams: shared.maxConcurrentStreams,
                     initialMaxConcurrentStreams: shared.initialMaxConcurrentStreams,
-                    requestBodyLimit: requestBodyLimit)
+                    requestBodyLimit: requestBodyLimit, prefaceTimeout: prefaceTimeout)
                 shared.connections[ObjectIdentifier(connection)] = connection
                 return connection
             }

@@ -87,8 +87,12 @@ func serverOnFrame(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_fra
     } else if type == NGHTTP2_PING.rawValue {
         let acknowledgement = header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0
         serverConnection(userData).pingReceived(acknowledgement: acknowledgement)   // nghttp2 acknowledges PINGs itself
-    } else if type == NGHTTP2_SETTINGS.rawValue, header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
-        serverConnection(userData).settingsAcknowledged()
+    } else if type == NGHTTP2_SETTINGS.rawValue {
+        if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {
+            serverConnection(userData).settingsAcknowledged()
+        } else {
+            serverConnection(userData).clientPrefaceReceived()
+        }
     }
     return 0
 }

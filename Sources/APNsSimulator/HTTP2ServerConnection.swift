@@ -54,6 +54,10 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     private(set) var requestsReceived = 0
     /// The last stream a GOAWAY sent by ``goAwayWhenDrained(lastStreamID:)`` lets through.
     private var goAwayLastStreamID: Int32?
+    /// The time the client has, from acceptance, to finish the handshake and send its preface.
+    private let prefaceTimeout: Duration
+    /// Closes the connection unless the client's preface arrives first; nil once it has.
+    private var prefaceTimer: EventLoopTimer?
     /// `stopReadingAndWriting` was called (its suspension may still be pending).
     private var stoppingIO = false
     /// Whatever the handler keeps with this connection (loop thread only).
@@ -65,9 +69,10 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     /// Takes ownership of the accepted socket `fd` and `ssl`.
     init(fd: Int32, ssl: OpaquePointer, loop: EventLoop, server: HTTP2Server, handler: HTTP2ServerHandler,
          observer: HTTP2ServerObserver?, maxConcurrentStreams: Int, initialMaxConcurrentStreams: Int?,
-         requestBodyLimit: HTTP2RequestBodyLimit) {
+         requestBodyLimit: HTTP2RequestBodyLimit, prefaceTimeout: Duration) {
         self.loop = loop
         self.requestBodyLimit = requestBodyLimit
+        self.prefaceTimeout = prefaceTimeout
         self.handler = handler
         self.observer = observer
         self.server = server
@@ -81,9 +86,28 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         if let session { nghttp2_session_del(session) }
     }
 
-    /// Registers with the loop and starts the handshake. Loop thread.
+    /// Registers with the loop, starts the handshake and the preface deadline. Loop thread.
     func start() {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        prefaceTimer = loop.schedule(afterNanoseconds: prefaceTimeout.loopNanoseconds) { [weak self] in
+            self?.prefaceDeadlinePassed()
+        }
         connection?.start()
+    }
+
+    /// The client's first SETTINGS frame arrived (the end of its connection preface): the
+    /// connection may now stay open as long as the client keeps it. Loop thread.
+    func clientPrefaceReceived() {
+        guard let prefaceTimer else { return }
+        self.prefaceTimer = nil
+        loop.cancel(prefaceTimer)
+    }
+
+    /// Closes a connection whose client has not finished its handshake and preface in time.
+    private func prefaceDeadlinePassed() {
+        guard prefaceTimer != nil else { return }
+        prefaceTimer = nil
+        connection?.close(reason: "no TLS handshake and HTTP/2 preface within \(prefaceTimeout)", graceful: false)
     }
 
     /// The server's maximum changed: announced at once unless the connection is still held at
@@ -258,6 +282,10 @@ extension HTTP2ServerConnection: TLSConnectionOwner {
 
     func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {
         self.connection = nil
+        if let prefaceTimer {
+            self.prefaceTimer = nil
+            loop.cancel(prefaceTimer)
+        }
         if let session {
             self.session = nil
             nghttp2_session_del(session)

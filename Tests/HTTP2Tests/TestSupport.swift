@@ -134,10 +134,12 @@ final class TestServer {
     let server: HTTP2Server
     let handler = TestHandler()
 
-    init(tls: TLSServerContext, maxConcurrentStreams: Int = 100) throws {
+    init(tls: TLSServerContext, maxConcurrentStreams: Int = 100,
+         prefaceTimeout: Duration = HTTP2Server.defaultPrefaceTimeout) throws {
         group = try EventLoopGroup(threads: 1, name: "test-server")
         server = try HTTP2Server(host: "127.0.0.1", port: 0, tls: tls, group: group,
-                                 maxConcurrentStreams: maxConcurrentStreams, handler: handler)
+                                 maxConcurrentStreams: maxConcurrentStreams, prefaceTimeout: prefaceTimeout,
+                                 handler: handler)
     }
 
     var port: Int { server.port }
@@ -231,10 +233,12 @@ final class ClientServerPair: @unchecked Sendable {
     let client: TestClient
 
     init(maxConcurrentStreams: Int = 100, streamTimeoutNanoseconds: UInt64 = 10_000_000_000,
-         maxResponseBodyBytes: Int = HTTP2ClientConnection.defaultMaxResponseBodyBytes) throws {
+         maxResponseBodyBytes: Int = HTTP2ClientConnection.defaultMaxResponseBodyBytes,
+         prefaceTimeout: Duration = HTTP2Server.defaultPrefaceTimeout) throws {
         credentials = try TestCredentials()
         do {
-            server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: maxConcurrentStreams)
+            server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: maxConcurrentStreams,
+                                    prefaceTimeout: prefaceTimeout)
         } catch {
             credentials.remove()
             throw error
