@@ -49,6 +49,43 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
                 == total + (statistics.answersByStatus[503] ?? 0))
     }
 
+    /// APNs down far longer than a notification's attempts and stream timeout would last: every
+    /// connect fails, again and again, and the queued notifications wait without an attempt being
+    /// counted, then are all delivered once APNs is back. Failing them after some failed
+    /// connects would turn an Apple outage into `failed` results and committed offsets.
+    @Test(.timeLimit(.minutes(1)))
+    func notificationsWaitThroughALongOutageWithoutSpendingAttempts() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let reservation = try PortReservation()
+        defer { reservation.release() }
+        let down = try ClosingListener(port: reservation.port)
+        let recorder = DeliveryRecorder()
+        // Two attempts and a 200 ms stream timeout: an outage counted against the notifications
+        // would have failed each of them many times over.
+        let client = environment.makeClient(port: reservation.port, connections: 2, delegate: recorder,
+                                            requestTimeoutNanoseconds: 200_000_000, maxAttempts: 2)
+        defer { client.shutdown() }
+        client.start()
+        client.send(batch(0..<50))
+
+        // 20 failed connects per connection, each backing off up to 50 ms.
+        let waited = await eventually { down.acceptedCount >= 40 }
+        down.close()
+        #expect(waited)
+        #expect(recorder.callCount == 0)
+        #expect(client.queuedCount == 50)
+        #expect(client.isUnreachable)
+
+        let simulator = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration(port: reservation.port))
+        try simulator.start()
+        defer { simulator.close() }
+        #expect(await eventually { recorder.callCount >= 50 })
+        expectDelivered(recorder, 0..<50)
+        #expect(recorder.snapshot.values.allSatisfy { $0.count == 1 && $0[0].result.attempts == 1 })
+        #expect(recorder.retries.isEmpty)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func nothingLostWhenAConnectionDropsEveryFiftyStreams() async throws {
         let environment = try ClientEnvironment()

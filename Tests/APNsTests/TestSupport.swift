@@ -1,6 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import COpenSSL
 @_exported import TestSupport
 import Foundation
+import HTTP2
 import Synchronization
 @testable import APNs
 
@@ -66,3 +70,40 @@ struct ScratchDirectory {
 
 let sampleToken = String(repeating: "ab", count: 32)
 let sampleTopic = "com.example.chat"
+
+/// Listens on a loopback port and closes every connection as soon as it is accepted, counting
+/// them: an APNs endpoint that is down (each connect fails before TLS), whose failed connects a
+/// test can wait for. It listens on a `PortReservation`'s port, so once it is closed a simulator
+/// can take the port over. Call `close()` when done.
+final class ClosingListener: Sendable {
+    private let descriptor: Int32
+    private let accepted = Atomic<Int>(0)
+    private let stopped = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(port: Int) throws {
+        descriptor = try SocketAddress.resolve(host: "127.0.0.1", port: port, passive: true)[0].listen(backlog: 64)
+        let thread = Thread { [self] in
+            defer { finished.signal() }
+            while !stopped.load(ordering: .relaxed) {
+                var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, 10) > 0 else { continue }
+                let connection = accept(descriptor, nil, nil)
+                guard connection >= 0 else { continue }
+                Glibc.close(connection)
+                accepted.add(1, ordering: .relaxed)
+            }
+        }
+        thread.start()
+    }
+
+    /// Connections accepted (and closed) so far.
+    var acceptedCount: Int { accepted.load(ordering: .relaxed) }
+
+    /// Stops accepting and closes the listening socket.
+    func close() {
+        stopped.store(true, ordering: .relaxed)
+        finished.wait()
+        Glibc.close(descriptor)
+    }
+}
