@@ -19,7 +19,7 @@ import Synchronization
 /// thread) and records enqueued after it (on the enqueuing thread). It must be quick,
 /// thread-safe and must not block.
 public final class KafkaProducer: @unchecked Sendable {
-    private let client: RDKafkaClient
+    let client: RDKafkaClient
     private let outbox: ProducerOutbox
     private let wakeUp: WakeUpPipe
     private var publisher: ProducerPublisherThread!

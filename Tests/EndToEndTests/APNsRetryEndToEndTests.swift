@@ -4,6 +4,7 @@ import Bridge
 import BridgeLocal
 import Foundation
 import Kafka
+import Metrics
 import Observability
 import TestSupport
 import Testing
@@ -33,6 +34,35 @@ struct APNsRetryEndToEndTests {
         return try records.map { record in
             try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
         }
+    }
+
+    /// `apns.ping_interval` and `apns.ping_timeout` from the configuration reach the pool: a
+    /// connection that goes half-open (TCP up, nothing answered, PINGs included) is found by its
+    /// PING and replaced, its streams retried as connection lost and delivered, before the
+    /// 10 s `request_timeout` (which would retry them as timeouts) ends any of them. With the
+    /// defaults (a PING after 60 s of silence) every retry would be a timeout.
+    @Test func theConfiguredPingFindsAHalfOpenConnection() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        try environment.simulator.setFaults(APNsSimulatorFaults(halfOpenAfterStreams: 10))
+        try environment.produceRequests(requests(30))
+
+        let runner = try BackgroundPipeline(configuration: try environment.configuration(
+            groupID: "e2e-ping", connections: 1, apns: "ping_interval: 200ms\n  ping_timeout: 300ms\n  " + Self.retry))
+        defer { runner.stop() }
+        let results = try readResults(environment, count: 30)
+        let metrics = runner.pipeline.metrics.registry.render()
+        #expect(runner.stop() == 0)
+
+        try #require(results.count == 30)
+        #expect(results.allSatisfy { $0["outcome"] as? String == "delivered" })
+        let retries = { (cause: String) in
+            metrics.split(separator: "\n").first { $0.hasPrefix("apns_bridge_retries_total{app=\"demo\",cause=\"\(cause)\"} ") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+        }
+        #expect(retries("connection_lost") >= 1, "\(metrics)")
+        #expect(retries("timeout") == 0)
+        #expect(environment.simulator.statistics.connectionsAccepted >= 2)
     }
 
     @Test func fiveHundredThreesAreRetriedAndResultsCarryTheirAttempts() throws {

@@ -1,4 +1,4 @@
-import Kafka
+@testable import Kafka
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
@@ -50,6 +50,32 @@ struct KafkaConfigurationTests {
                 logger: KafkaTestSupport.logger, deliveryHandler: { _, _ in })
         }
         #expect(acks?.message.contains("acks") == true)
+    }
+
+    /// The properties that carry the guarantees are the values librdkafka runs the clients
+    /// with (read back from each client's configuration), next to properties passed through:
+    /// refusing them in the configuration proves nothing if the bridge never set them.
+    @Test func theGuaranteeCarryingPropertiesAreWhatTheClientsRunWith() throws {
+        let producer = try KafkaProducer(
+            bootstrapServers: "127.0.0.1:9", properties: ["linger.ms": "20", "compression.type": "lz4"],
+            logger: KafkaTestSupport.logger, deliveryHandler: { _, _ in })
+        defer { producer.close(flushTimeoutMilliseconds: 0) }
+        #expect(producer.client.effectiveProperty("enable.idempotence") == "true")
+        #expect(producer.client.effectiveProperty("acks") == "-1")  // all
+        #expect(producer.client.effectiveProperty("linger.ms") == "20")
+        #expect(producer.client.effectiveProperty("compression.type") == "lz4")
+
+        for autoCommit in [true, false] {
+            let consumer = try KafkaConsumer(
+                bootstrapServers: "127.0.0.1:9", groupID: "g", topics: [], properties: ["fetch.min.bytes": "7"],
+                logger: KafkaTestSupport.logger, autoCommit: autoCommit)
+            defer { consumer.close(timeoutMilliseconds: 0) }
+            #expect(consumer.client.effectiveProperty("enable.auto.offset.store") == "false")
+            #expect(consumer.client.effectiveProperty("enable.auto.commit") == String(autoCommit))
+            #expect(consumer.client.effectiveProperty("partition.assignment.strategy") == "cooperative-sticky")
+            #expect(consumer.client.effectiveProperty("isolation.level") == "read_committed")
+            #expect(consumer.client.effectiveProperty("fetch.min.bytes") == "7")
+        }
     }
 
     @Test func everyGuaranteeCarryingPropertyIsRefusedByNameWhateverItsValue() throws {
