@@ -139,6 +139,18 @@ import Testing
         ])
     }
 
+    /// Before any offset of a partition is committed or stored, librdkafka reports no lag:
+    /// the whole partition is behind (the consumer reads a group without commits from the start).
+    @Test func withNothingCommittedYetTheLagIsTheWholePartition() {
+        let json = """
+        {"topics":{"apns.requests":{"partitions":{
+           "0":{"partition":0,"consumer_lag":-1,"committed_offset":-1001,"stored_offset":-1001,"lo_offset":5,"hi_offset":25},
+           "1":{"partition":1,"consumer_lag":-1,"committed_offset":-1001,"stored_offset":-1001,"lo_offset":-1001,"hi_offset":-1001},
+           "2":{"partition":2,"consumer_lag":-1,"committed_offset":7,"stored_offset":-1001,"lo_offset":0,"hi_offset":9}}}}}
+        """
+        #expect(ConsumerLagStatistics.parse(Array(json.utf8)) == [KafkaTopicPartition(topic: "apns.requests", partition: 0): 20])
+    }
+
     @Test(arguments: ["", "not json", "[]", #"{"topics":[]}"#, #"{"topics":{"t":{"partitions":{"0":{"partition":"0","consumer_lag":"5"}}}}}"#])
     func unusableStatisticsGiveNoLag(json: String) {
         #expect(ConsumerLagStatistics.parse(Array(json.utf8)).isEmpty)

@@ -18,10 +18,11 @@ struct StatusEndpointTests {
         let server: BridgeStatusServer
         private let finished = DispatchSemaphore(value: 0)
 
+        /// - Parameter editYAML: changes the environment's configuration text before it is parsed.
         init(_ environment: LocalEnvironment, groupID: String, startConsuming: Bool = true,
-             stallThreshold: Duration = .seconds(30)) throws {
+             stallThreshold: Duration = .seconds(30), editYAML: (String) -> String = { $0 }) throws {
             // Statistics every 200 ms, so the lag series appears within the test.
-            let yaml = environment.configurationYAML(groupID: groupID)
+            let yaml = editYAML(environment.configurationYAML(groupID: groupID))
                 .replacingOccurrences(of: "    auto.commit.interval.ms: 200", with: "    auto.commit.interval.ms: 200\n    statistics.interval.ms: 200")
             pipeline = try BridgePipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
             server = try BridgeStatusServer(pipeline: pipeline, host: "127.0.0.1", port: 0, stallThreshold: stallThreshold)
@@ -167,6 +168,73 @@ struct StatusEndpointTests {
         #expect(connections["{app=\"demo\",state=\"ready\"}"] == 0)
         #expect(connections.count == APNsConnectionStateName.allCases.count)
         #expect(bridge.get("/healthz")?.status == 200)
+    }
+
+    /// With two apps on two APNs endpoints, `/readyz` is 200 only while each has a ready
+    /// connection: losing one app's endpoint turns it to 503 naming that app, and it comes back
+    /// when the endpoint does.
+    @Test func readinessNeedsEveryAppAndFollowsAnEndpointLostAndBack() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let reservation = try PortReservation()
+        defer { reservation.release() }
+        var configuration = environment.credentials.simulatorConfiguration(port: reservation.port)
+        var second: APNsSimulator? = try APNsSimulator(configuration: configuration)
+        try second?.start()
+        defer { second?.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-two-apps") { yaml in
+            let secondApp = """
+                  - name: other
+                    bundle_id: com.example.other
+                    environment: sandbox
+                    connections: 1
+                    auth: {type: token, key_file: \(environment.credentials.authKeyFile), key_id: \(environment.credentials.keyID), team_id: \(environment.credentials.teamID)}
+                http:
+                """
+            return yaml
+                .replacingOccurrences(of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)",
+                                      with: "sandbox_url: https://127.0.0.1:\(reservation.port)")
+                .replacingOccurrences(of: "http:\n", with: secondApp + "\n")
+        }
+        defer { bridge.stop() }
+        #expect(await eventually(timeout: .seconds(30)) { bridge.get("/readyz")?.status == 200 })
+        #expect(bridge.samples("apns_bridge_connections")["{app=\"other\",state=\"ready\"}"] == 1)
+
+        second?.close()
+        second = nil
+        #expect(await eventually(timeout: .seconds(30)) { bridge.get("/readyz")?.status == 503 })
+        #expect(bridge.get("/readyz")?.body == "no APNs connection ready for app other\n")
+        #expect(bridge.samples("apns_bridge_connections")["{app=\"demo\",state=\"ready\"}"] == 2)
+
+        configuration.port = reservation.port
+        second = try APNsSimulator(configuration: configuration)
+        try second?.start()
+        #expect(await eventually(timeout: .seconds(30)) { bridge.get("/readyz")?.status == 200 })
+    }
+
+    /// While APNs holds every answer back, the gauges show the waiting work: notifications in
+    /// flight, and consumer lag for records consumed and not committed.
+    @Test func theGaugesShowWorkWaitingForAPNs() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(3)))
+        let records = (0..<20).map { index in
+            DemoWorkload.Record(
+                key: Array("g\(index)".utf8),
+                value: Array(#"{"id":"g\#(index)","token":"\#(String(format: "%064lx", index + 1))","payload":{"aps":{}}}"#.utf8))
+        }
+        try environment.produceRequests(records)
+        let bridge = try RunningBridge(environment, groupID: "status-gauges")
+        defer { bridge.stop() }
+        #expect(await eventually(timeout: .seconds(30)) { bridge.samples("apns_bridge_in_flight") == ["": 20] })
+        #expect(await eventually(timeout: .seconds(30)) {
+            bridge.samples("apns_bridge_consumer_lag")["{topic=\"apns.requests\",partition=\"0\"}"] == 20
+        })
+        // Once APNs answers, both fall back to 0.
+        #expect(await eventually(timeout: .seconds(30)) { bridge.samples("apns_bridge_in_flight") == ["": 0] })
+        #expect(await eventually(timeout: .seconds(30)) {
+            bridge.samples("apns_bridge_consumer_lag")["{topic=\"apns.requests\",partition=\"0\"}"] == 0
+        })
     }
 
     @Test func countersFollowTheWorkAndPromtoolAcceptsTheOutput() async throws {
