@@ -208,6 +208,12 @@ struct CommandLineTests {
         let (status, output, _) = try BridgeBinary.run(["--version"])
         #expect(status == 0)
         #expect(output.hasPrefix("apns-bridge "))
+        // Every command explains itself and exits 0, doing nothing else.
+        for command in ["run", "check", "send", "simulator", "demo", "bench"] {
+            let help = try BridgeBinary.run([command, "--help"])
+            #expect(help.status == 0, "\(command)")
+            #expect((help.output + help.error).contains("Usage: apns-bridge \(command)"), "\(command)")
+        }
     }
 }
 

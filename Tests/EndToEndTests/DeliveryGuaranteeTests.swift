@@ -184,7 +184,11 @@ struct DeliveryGuaranteeTests {
         #expect(runner.pipeline.peakInFlight < limit + fanOut, "peak \(runner.pipeline.peakInFlight)")
     }
 
-    @Test func sigtermWithWorkInFlightDrainsItAndCommits() throws {
+    /// SIGTERM and SIGINT alike, with every notification still waiting for APNs: the work is
+    /// drained, its results published and its offsets committed, exit 0. The SIGINT run finds
+    /// its configuration through `$APNS_BRIDGE_CONFIG`, as the contract's command line allows.
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aStopSignalWithWorkInFlightDrainsItAndCommits(signal: Int32) throws {
         let environment = try LocalEnvironment(partitions: 2)
         defer { environment.close() }
         let count = 20
@@ -195,11 +199,13 @@ struct DeliveryGuaranteeTests {
         let log = try ScratchDirectory()
         defer { log.remove() }
 
-        let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
+        let process = signal == SIGINT
+            ? try BridgeBinary.start(["run"], environment: ["APNS_BRIDGE_CONFIG": configFile.path], logFile: log.file("bridge.log"))
+            : try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
         defer { BridgeBinary.stop(process) }
         #expect(waitFor(timeout: .seconds(30)) { BridgeBinary.count("request admitted", in: log.file("bridge.log")) == count })
         #expect(waitFor(timeout: .seconds(10)) { environment.simulator.statistics.requestsReceived >= count })
-        kill(process.processIdentifier, SIGTERM)
+        kill(process.processIdentifier, signal)
         #expect(BridgeBinary.wait(process, seconds: 30) == 0, "\(BridgeBinary.tail(of: log.file("bridge.log")))")
 
         let results = try KafkaTopicReader.readAll(
