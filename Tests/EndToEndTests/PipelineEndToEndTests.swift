@@ -39,7 +39,7 @@ struct PipelineEndToEndTests {
     /// default grace it first waits for the work to drain. Either way nothing is lost.
     @Test(arguments: [Duration.zero, .seconds(1)])
     func aTinyInFlightLimitHoldsBackFetchingWithoutLosingAnything(grace: Duration) throws {
-        let workload = DemoWorkload(count: 80, seed: 3)
+        let workload = DemoWorkload(count: 40, seed: 3)
         let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)
         defer { environment.close() }
         let configuration = try environment.configuration(groupID: "e2e-backpressure", extra: "limits: {max_in_flight: 2}")
