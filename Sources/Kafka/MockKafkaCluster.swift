@@ -118,6 +118,15 @@ public final class MockKafkaCluster: @unchecked Sendable {
         }
     }
 
+    /// How many errors pushed with ``pushBrokerRequestErrors(broker:apiKey:errors:)`` broker `id`
+    /// has not answered with yet (nil when the cluster is closed or does not know the broker):
+    /// a test reads 0 to know its requests met every injected error.
+    public func pendingRequestErrors(broker id: Int32, apiKey: Int16) -> Int? {
+        var count = 0
+        let result = try? withCluster { rd_kafka_mock_broker_error_stack_cnt($0, id, apiKey, &count) }
+        return result == RD_KAFKA_RESP_ERR_NO_ERROR ? count : nil
+    }
+
     /// Stops the brokers. Idempotent; clients still connected see their connections fail.
     public func close() {
         let wasOpen = isClosed.withLock { isClosed -> Bool in

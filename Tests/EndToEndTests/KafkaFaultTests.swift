@@ -87,6 +87,10 @@ struct KafkaFaultTests {
                     errors: [Code.notLeaderForPartition, Code.leaderNotAvailable, Code.notEnoughReplicas, Code.requestTimedOut])
             }
         }
+        // Every injected error was answered to a produce request of the bridge.
+        for broker: Int32 in 1...3 {
+            #expect(scenario.environment.kafka.pendingRequestErrors(broker: broker, apiKey: MockKafkaCluster.APIKey.produce) == 0)
+        }
     }
 
     /// Offset commits fail for a while (coordinator loading, unavailable, moved, timed out): the
@@ -95,12 +99,15 @@ struct KafkaFaultTests {
         let scenario = try KafkaFaultScenario(groupID: "fault-commit")
         defer { scenario.close() }
         try runThroughFault(scenario) { scenario in
-            scenario.environment.kafka.pushRequestErrors(
-                apiKey: MockKafkaCluster.APIKey.offsetCommit,
+            // On the group's coordinator (set here, so the errors meet its commits).
+            try scenario.environment.kafka.setGroupCoordinator(groupID: scenario.groupID, broker: 1)
+            scenario.environment.kafka.pushBrokerRequestErrors(
+                broker: 1, apiKey: MockKafkaCluster.APIKey.offsetCommit,
                 errors: [Code.coordinatorLoadInProgress, Code.coordinatorNotAvailable, Code.notCoordinator,
                          Code.requestTimedOut, Code.coordinatorNotAvailable, Code.requestTimedOut])
             try scenario.environment.produceRequests(scenario.secondHalf)
         }
+        #expect(scenario.environment.kafka.pendingRequestErrors(broker: 1, apiKey: MockKafkaCluster.APIKey.offsetCommit) == 0)
     }
 
     /// The group coordinator moves to another broker twice while heartbeats are refused with
