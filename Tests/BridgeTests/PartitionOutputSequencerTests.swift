@@ -49,8 +49,11 @@ import Testing
         sequencer.track(4)
         sequencer.track(5)
         sequencer.append(Output(offset: 5, index: 0), to: 5)
+        sequencer.append(Output(offset: 5, index: 1), to: 5)
         sequencer.complete(5)
-        do { let value = sequencer.discardAll(); #expect(value == 1) }
+        // Weighed as the caller says (by default, counted).
+        do { var copy = sequencer; let value = copy.discardAll(weighing: { $0.index == 0 ? 40 : 2 }); #expect(value == 42) }
+        do { let value = sequencer.discardAll(); #expect(value == 2) }
         do { let value = sequencer.takeReleased(); #expect(value == nil) }
         do { let value = sequencer.track(4); #expect(value) }  // the partition's records come again after a rewind
     }

@@ -61,6 +61,35 @@ struct PipelineEndToEndTests {
         #expect(report.peakInFlight < 2 + 4, "peak \(report.peakInFlight)")
     }
 
+    /// A dead letter weighs in in-flight work by the bytes it carries (one per KiB), so
+    /// `limits.max_in_flight` bounds the memory of dead letters waiting for Kafka too: with a
+    /// limit of 100, each 300 KB poison record is admitted alone, after the previous one's dead
+    /// letter was written. Counted as one output each, all five would be in flight at once.
+    @Test(arguments: [false, true])
+    func largeDeadLettersCountByTheirWeight(exactlyOnce: Bool) throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let poison = (0..<5).map { index in
+            DemoWorkload.Record(key: Array("p\(index)".utf8), value: Array(repeating: UInt8(ascii: "x"), count: 300_000))
+        }
+        try environment.produceRequests(poison)
+        let runner = try BackgroundPipeline(configuration: try environment.configuration(
+            groupID: "e2e-weighed-\(exactlyOnce)", exactlyOnce: exactlyOnce, extra: "limits: {max_in_flight: 100}"))
+        defer { runner.stop() }
+        #expect(waitFor(timeout: .seconds(60)) {
+            (try? environment.committedRequestCount(groupID: "e2e-weighed-\(exactlyOnce)")) == Int64(poison.count)
+        })
+        let peak = runner.pipeline.peakInFlight
+        #expect(runner.stop() == 0)
+
+        let deadLetters = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.deadLetterTopic,
+            expectedCount: poison.count, timeoutMilliseconds: 30_000, settleMilliseconds: 300)
+        #expect(deadLetters.count == poison.count)
+        // One dead letter of 300,000 + 2 bytes weighs 293: in flight alone, never two at once.
+        #expect(peak == 293, "peak in-flight work \(peak)")
+    }
+
     /// A limit that is reached and drained over and over while APNs answers promptly never
     /// pauses fetching when the grace outlasts every drain, in either mode. (Exactly-once mode
     /// counts work in two places, APNs and the transaction's buffer; a result moving from one

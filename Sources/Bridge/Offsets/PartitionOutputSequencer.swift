@@ -83,10 +83,14 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
     }
 
     /// Forgets every pending record and buffered output (partition revoked, or the transaction
-    /// that was to carry them aborted for good). Returns how many outputs were dropped.
+    /// that was to carry them aborted for good). Returns the sum of `weight` over the dropped
+    /// outputs (by default, how many were dropped).
     @discardableResult
-    public mutating func discardAll() -> Int {
-        let dropped = bufferedOutputCount
+    public mutating func discardAll(weighing weight: (Output) -> Int = { _ in 1 }) -> Int {
+        var dropped = 0
+        for entry in entries[head...] {
+            for output in entry.outputs { dropped += weight(output) }
+        }
         entries.removeAll()
         head = 0
         lastTracked = nil

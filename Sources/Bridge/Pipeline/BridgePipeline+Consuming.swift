@@ -112,8 +112,8 @@ extension BridgePipeline {
     /// Decodes one record and hands out its work; the record's own hold is released last.
     /// - Parameter progress: the partition's progress when the record was polled; nil (not
     ///   assigned then) or revoked since: the record is left for the partition's owner.
-    /// - Returns: how many units of in-flight work the record caused (its distinct tokens, or
-    ///   one dead letter); 0 when it was skipped.
+    /// - Returns: how many units of in-flight work the record caused (its distinct tokens, or its
+    ///   dead letter's weight); 0 when it was skipped.
     @discardableResult
     func process<Record: ConsumedRecord>(_ message: Record, progress: PartitionProgress?) -> Int {
         let topicPartition = message.topicPartition
@@ -132,16 +132,18 @@ extension BridgePipeline {
         let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
         switch message.decodeValue(with: decoder, source: source) {
         case .deadLetter(let deadLetter):
+            let original = message.message()
             let context = RequestContext(
                 source: source, requestID: deadLetter.requestID ?? PushRequestDecoder.defaultID(of: source), app: "",
-                environment: .production, startedAtMilliseconds: startedAt, partition: progress
+                environment: .production, startedAtMilliseconds: startedAt, partition: progress,
+                outputWeight: publisher.deadLetterWeight(of: original)
             )
             logger.debug("dead letter", metadata: ["error": deadLetter.code.rawValue, "detail": deadLetter.detail])
             metrics.recordDeadLetter(deadLetter.code)
-            workInFlight.add(1, ordering: .relaxed)  // before its acknowledgement can come
-            publisher.publishDeadLetter(deadLetter, message: message.message(), context: context)
+            workInFlight.add(context.outputWeight, ordering: .relaxed)  // before its acknowledgement can come
+            publisher.publishDeadLetter(deadLetter, message: original, context: context)
             context.release()
-            return 1
+            return context.outputWeight
         case .request(let request):
             if logger.isEnabled(.debug) {
                 logger.debug("request admitted", metadata: [
@@ -164,9 +166,10 @@ extension BridgePipeline {
     /// Producer thread: one output record is acknowledged (or has finally failed) in Kafka.
     func delivered(tag: UInt64, error: KafkaError?) {
         let context = RequestContext.fromTag(tag)
-        publisher.acknowledged(tag: tag)
+        publisher.acknowledged(tag: tag, context: context)
         if RequestContext.countsAsWork(tag) {
-            workInFlight.subtract(1, ordering: .relaxed)  // a result or dead letter: its unit of work is done
+            // A result or dead letter: its work is done.
+            workInFlight.subtract(context.outputWeight, ordering: .relaxed)
         }
         if let error {
             // The hold is kept, so the offset is never committed and a restart publishes it again.

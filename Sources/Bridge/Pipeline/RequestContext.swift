@@ -12,6 +12,11 @@ import Observability
 final class RequestContext: Sendable {
     /// Request id, app, environment, source and start time, as every result repeats them.
     let facts: APNsAnswerInterpreter.RequestFacts
+    /// The in-flight work each counted output of this record stands for until Kafka has it:
+    /// 1 for a result, more for a dead letter, which may carry up to `message.max.bytes`
+    /// (``ResultPublisher/deadLetterWeight(of:)``), so that `limits.max_in_flight` bounds the
+    /// memory outputs hold, not only their number.
+    let outputWeight: Int
     private let partition: PartitionProgress
     private let remaining = Atomic<Int>(1)
 
@@ -21,8 +26,10 @@ final class RequestContext: Sendable {
         app: String,
         environment: PushEnvironment,
         startedAtMilliseconds: Int64?,
-        partition: PartitionProgress
+        partition: PartitionProgress,
+        outputWeight: Int = 1
     ) {
+        self.outputWeight = max(1, outputWeight)
         self.facts = APNsAnswerInterpreter.RequestFacts(
             requestID: requestID, app: app, environment: environment, source: source,
             startedAtMilliseconds: startedAtMilliseconds
@@ -166,12 +173,14 @@ final class PartitionProgress: Sendable {
     /// Stops storing offsets and buffering outputs: the partition was revoked or lost. After it
     /// returns, no store from this object happens, even for work completing on another thread at
     /// that moment.
-    /// - Returns: the buffered outputs dropped (exactly once), which the new owner produces again.
+    /// - Parameter weight: what one dropped output counts for (its in-flight weight).
+    /// - Returns: the weight of the buffered outputs dropped (exactly once), which the new owner
+    ///   produces again.
     @discardableResult
-    func revoke() -> Int {
+    func revoke(weighing weight: (KafkaOutboundRecord) -> Int = { _ in 1 }) -> Int {
         state.withLock { state in
             state.isRevoked = true
-            return state.sequencer.discardAll()
+            return state.sequencer.discardAll(weighing: weight)
         }
     }
 

@@ -56,10 +56,34 @@ final class ResultPublisher: ResultSink {
     }
 
     /// Results and dead letters handed over and not yet acknowledged by Kafka (in the outbox or
-    /// in librdkafka's queue): part of what backpressure bounds, so a slow or full Kafka pauses
-    /// fetching instead of making results pile up in memory. An invalid-token record rides along
+    /// in librdkafka's queue), by weight (``RequestContext/outputWeight``: a dead letter counts
+    /// one per KiB it carries): part of what backpressure bounds, so a slow or full Kafka pauses
+    /// fetching instead of making outputs pile up in memory. An invalid-token record rides along
     /// with its token's result and is not counted again.
     var pendingCount: Int { unacknowledged.load(ordering: .relaxed) }
+
+    /// What a dead letter of `message` weighs in in-flight work: one per KiB of the record it
+    /// repeats (key, value and headers, at most the producer's `message.max.bytes`), at least 1.
+    /// A result, under a KiB, weighs 1.
+    func deadLetterWeight(of message: KafkaMessage) -> Int {
+        var bytes = (message.key?.count ?? 0) + (message.value?.count ?? 0)
+        for header in message.headers { bytes += header.name.utf8.count + header.value.count }
+        return 1 + min(bytes, maximumRecordBytes) / ResultPublisher.weightUnitBytes
+    }
+
+    /// The bytes of a dead letter that count as one more unit of in-flight work.
+    static let weightUnitBytes = 1024
+
+    /// Exactly once: the weight a buffered output was counted with (kept in its `tag`, which the
+    /// committer does not hand to librdkafka: it produces every output with tag 0).
+    static func bufferedWeight(of output: KafkaOutboundRecord) -> Int {
+        max(1, Int(truncatingIfNeeded: output.tag))
+    }
+
+    /// Exactly once: the weight of `outputs` together.
+    static func bufferedWeight(of outputs: [KafkaOutboundRecord]) -> Int {
+        outputs.reduce(0) { $0 + bufferedWeight(of: $1) }
+    }
 
     /// After a fatal error: nothing more is produced. Outputs not produced keep their holds, so
     /// their input offsets stay uncommitted, and no thread waits on a full producer queue.
@@ -67,17 +91,18 @@ final class ResultPublisher: ResultSink {
         stopped.store(true, ordering: .releasing)
     }
 
-    /// Publisher thread: Kafka acknowledged (or finally failed) the record produced with `tag`.
-    func acknowledged(tag: UInt64) {
+    /// Publisher thread: Kafka acknowledged (or finally failed) the record produced with `tag`,
+    /// an output of `context`.
+    func acknowledged(tag: UInt64, context: RequestContext) {
         if RequestContext.countsAsWork(tag) {
-            unacknowledged.subtract(1, ordering: .relaxed)
+            unacknowledged.subtract(context.outputWeight, ordering: .relaxed)
         }
     }
 
-    /// Exactly once: `count` buffered outputs left memory (committed, or dropped with their
-    /// revoked partition).
-    func buffered(left count: Int) {
-        unacknowledged.subtract(count, ordering: .relaxed)
+    /// Exactly once: buffered outputs of this total weight (``bufferedWeight(of:)``) left memory
+    /// (committed, or dropped with their revoked partition).
+    func buffered(left weight: Int) {
+        unacknowledged.subtract(weight, ordering: .relaxed)
     }
 
     /// Publishes one result on the results topic, keyed by the request id. The record is
@@ -178,12 +203,13 @@ final class ResultPublisher: ResultSink {
                 context.retain()
                 return
             }
-            // Counted before the committer can see it (it subtracts it).
-            unacknowledged.add(1, ordering: .relaxed)
+            // Counted before the committer can see it (it subtracts it), with its weight in its tag.
+            let weight = countsAsWork ? context.outputWeight : 1
+            unacknowledged.add(weight, ordering: .relaxed)
             let owned = fields.owned
             if !context.buffer(KafkaOutboundRecord(topic: topic, key: owned.key, value: Array(value), headers: owned.headers,
-                                                   tag: 0)) {
-                unacknowledged.subtract(1, ordering: .relaxed)
+                                                   tag: UInt64(weight))) {
+                unacknowledged.subtract(weight, ordering: .relaxed)
             }
             return
         }
@@ -191,7 +217,7 @@ final class ResultPublisher: ResultSink {
         // Stopped: the hold just taken is never given back, so the input offset stays uncommitted.
         guard !stopped.load(ordering: .acquiring) else { return }
         if countsAsWork {
-            unacknowledged.add(1, ordering: .relaxed)
+            unacknowledged.add(context.outputWeight, ordering: .relaxed)
         }
         // Never blocks: produced here when librdkafka has room and nothing waits before it, else
         // handed to the producer's publisher thread. A record Kafka refuses comes back through

@@ -121,14 +121,14 @@ final class TransactionCommitter: @unchecked Sendable {
             return control.requestedCycles
         }
         guard let ticket else {
-            for progress in revoking { publisher.buffered(left: progress.revoke()) }
+            for progress in revoking { publisher.buffered(left: progress.revoke(weighing: ResultPublisher.bufferedWeight(of:))) }
             return true
         }
         let deadline = Timestamp.monotonicNanoseconds() + UInt64(settings.timeoutMilliseconds) * 2_000_000
         while control.withLock({ $0.completedCycles < ticket && $0.isRunning }) {
             guard Timestamp.monotonicNanoseconds() < deadline else {
                 onFatal("the transaction committer did not finish within \(settings.timeoutMilliseconds * 2) ms during a rebalance")
-                for progress in revoking { publisher.buffered(left: progress.revoke()) }
+                for progress in revoking { publisher.buffered(left: progress.revoke(weighing: ResultPublisher.bufferedWeight(of:))) }
                 return false
             }
             usleep(1000)  // consumer thread, inside the rebalance callback
@@ -167,9 +167,9 @@ final class TransactionCommitter: @unchecked Sendable {
                 cycle(including: revoking)
             }
             for progress in revoking {
-                publisher.buffered(left: progress.revoke())
+                publisher.buffered(left: progress.revoke(weighing: ResultPublisher.bufferedWeight(of:)))
                 if let share = batch.removeValue(forKey: ObjectIdentifier(progress)) {
-                    publisher.buffered(left: share.outputs.count)
+                    publisher.buffered(left: ResultPublisher.bufferedWeight(of: share.outputs))
                 }
             }
             control.withLock { $0.completedCycles = max($0.completedCycles, ticket) }
@@ -217,7 +217,7 @@ final class TransactionCommitter: @unchecked Sendable {
             try commit(shares)
             batch.removeAll(keepingCapacity: true)
             failedAttempts = 0
-            publisher.buffered(left: outputCount)
+            publisher.buffered(left: shares.reduce(0) { $0 + ResultPublisher.bufferedWeight(of: $1.outputs) })
             statistics.withLock { $0.transactions += 1 }
             for share in shares {
                 share.progress.committed(nextOffset: share.nextOffset)
