@@ -51,12 +51,18 @@ public final class BridgeProcess: @unchecked Sendable {
     /// The notifications it finished so far (`apns_bridge_notifications_total`, all outcomes),
     /// nil when `/metrics` does not answer.
     public func finishedNotifications() -> Int? {
+        metric("apns_bridge_notifications_total").map { Int($0) }
+    }
+
+    /// The sum of every sample of the metric `name` in its `/metrics` now (0 when it has none),
+    /// nil when `/metrics` does not answer.
+    public func metric(_ name: String) -> Double? {
         guard let text = Self.get(port: statusPort, path: "/metrics") else { return nil }
         var total = 0.0
-        for line in text.split(separator: "\n") where line.hasPrefix("apns_bridge_notifications_total") {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + "{") || line.hasPrefix(name + " ") {
             if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { total += value }
         }
-        return Int(total)
+        return total
     }
 
     /// SIGTERM (drain, flush, commit), then waits at most `timeoutSeconds` for the exit.
@@ -65,10 +71,14 @@ public final class BridgeProcess: @unchecked Sendable {
         return child.wait(timeoutSeconds: timeoutSeconds)
     }
 
+    /// Everything the instance logged so far.
+    public var log: String {
+        (try? String(contentsOfFile: directory + "/bridge.log", encoding: .utf8)) ?? ""
+    }
+
     /// The last lines the instance logged (for a failure report).
     public var logTail: String {
-        let text = (try? String(contentsOfFile: directory + "/bridge.log", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").suffix(5).joined(separator: "\n")
+        log.split(separator: "\n").suffix(5).joined(separator: "\n")
     }
 
     /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).

@@ -55,7 +55,8 @@ struct KafkaFaultScenario {
     }
 
     /// Reads the three output topics from the beginning, each until the expected count arrived
-    /// (up to 30 s) and then for 3 s more, so that a duplicate is counted too.
+    /// (up to 30 s) and then for 3 s more, so that a duplicate is counted too; and the request
+    /// topic to its end, for where each input record sits.
     /// - Parameters:
     ///   - expected: the workload whose outputs are due (default: the whole one).
     ///   - allowingDuplicates: for runs where at least once may repeat outputs (a crash).
@@ -64,16 +65,23 @@ struct KafkaFaultScenario {
         let topics = [environment.resultsTopic, environment.deadLetterTopic, environment.invalidTokensTopic]
         let expected = [due.expectedResults, due.expectedDeadLetters, due.expectedInvalidTokens]
         let read = Locked<[Int: [KafkaMessage]]>([:])
-        DispatchQueue.concurrentPerform(iterations: topics.count) { index in
-            let messages = (try? KafkaTopicReader.readAll(
-                bootstrapServers: environment.kafka.bootstrapServers, topic: topics[index],
-                expectedCount: expected[index], timeoutMilliseconds: 30_000, settleMilliseconds: 3_000)) ?? []
+        DispatchQueue.concurrentPerform(iterations: topics.count + 1) { index in
+            let bootstrapServers = environment.kafka.bootstrapServers
+            let messages = index == topics.count
+                ? (try? KafkaTopicReader.readToEnd(
+                    bootstrapServers: bootstrapServers, topic: environment.requestTopic, timeoutMilliseconds: 30_000)) ?? []
+                : (try? KafkaTopicReader.readAll(
+                    bootstrapServers: bootstrapServers, topic: topics[index],
+                    expectedCount: expected[index], timeoutMilliseconds: 30_000, settleMilliseconds: 3_000)) ?? []
             read.withLock { $0[index] = messages }
         }
         let byTopic = read.withLock { $0 }
+        let requestPositions = Dictionary(
+            (byTopic[topics.count] ?? []).map { (String(decoding: $0.key ?? [], as: UTF8.self), "\($0.partition)/\($0.offset)") },
+            uniquingKeysWith: { first, _ in first })
         return SettledOutputs(
             results: byTopic[0] ?? [], deadLetters: byTopic[1] ?? [], invalidTokens: byTopic[2] ?? [],
-            allowsDuplicates: allowingDuplicates)
+            requestPositions: requestPositions, allowsDuplicates: allowingDuplicates)
     }
 
     func close() {
@@ -86,11 +94,14 @@ struct SettledOutputs {
     let results: [KafkaMessage]
     let deadLetters: [KafkaMessage]
     let invalidTokens: [KafkaMessage]
+    /// Where each input record sits in the request topic ("partition/offset"), by its key.
+    let requestPositions: [String: String]
     /// Whether a token may have more than one result (after a crash).
     let allowsDuplicates: Bool
 
     /// Every way these outputs differ from the workload's: a token without its result, with a
-    /// wrong outcome or (unless duplicates are allowed) with more than one result.
+    /// wrong outcome or (unless duplicates are allowed) with more than one result; and likewise
+    /// for invalid-token records and dead letters.
     func problems(against workload: DemoWorkload, requests: some Collection<DemoWorkload.Record>) -> [String] {
         let ids = Set(requests.compactMap { record -> String? in
             guard let document = try? JSONScanner.parse(record.value) else { return nil }
@@ -119,31 +130,60 @@ struct SettledOutputs {
             problems.append("\(key): no result")
         }
         problems += invalidTokenProblems(expected: expected)
+        // The records without any expected result are the unusable ones (a workload's keys are its request ids).
+        let requestIDs = Set(workload.expectedOutcomes.keys.map { String($0.prefix { $0 != "|" }) })
+        let unusable = requests.map { String(decoding: $0.key, as: UTF8.self) }.filter { !requestIDs.contains($0) }
+        problems += deadLetterProblems(due: unusable)
         return problems
+    }
+
+    /// A record among `due` (keys of unusable input records) without its dead letter, a dead
+    /// letter whose source is not one of them, or (unless duplicates are allowed) two for one record.
+    private func deadLetterProblems(due keys: [String]) -> [String] {
+        let missing = keys.filter { requestPositions[$0] == nil }.map { "\($0): not found in the request topic" }
+        return missing + keyedProblems(
+            of: deadLetters, named: "dead letter", due: Set(keys.compactMap { requestPositions[$0] }),
+            unexpected: "for a record that is not unusable"
+        ) { document in
+            guard let source = document.root["source"], let partition = source["partition"]?.int64Value,
+                  let offset = source["offset"]?.int64Value else { return nil }
+            return "\(partition)/\(offset)"
+        }
     }
 
     /// A token answered as invalid (unregistered or malformed) without its invalid-token record,
     /// a record for a token that is not invalid, or (unless duplicates are allowed) two records.
     private func invalidTokenProblems(expected: [String: PushOutcome]) -> [String] {
         let due = Set(expected.filter { $0.value == .rejected || $0.value == .invalid }.keys)
+        return keyedProblems(
+            of: invalidTokens, named: "invalid-token record", due: due, unexpected: "for a token that is not invalid"
+        ) { document in
+            guard let requestID = document.root["request_id"]?.stringValue,
+                  let token = document.root["token"]?.stringValue else { return nil }
+            return DemoWorkload.outcomeKey(requestID: requestID, token: token)
+        }
+    }
+
+    /// The records of one output topic against the keys due on it, each record's key read by
+    /// `key` (nil: unreadable): a record whose key is not due, a due key without a record, or
+    /// (unless duplicates are allowed) a key with two records.
+    private func keyedProblems(of messages: [KafkaMessage], named name: String, due: Set<String>, unexpected: String,
+                               key: (JSONDocument) -> String?) -> [String] {
         var seen: [String: Int] = [:]
         var problems: [String] = []
-        for message in invalidTokens {
-            guard let value = message.value, let document = try? JSONScanner.parse(value),
-                  let requestID = document.root["request_id"]?.stringValue,
-                  let token = document.root["token"]?.stringValue else {
-                problems.append("unreadable invalid-token record at offset \(message.offset)")
+        for message in messages {
+            guard let value = message.value, let document = try? JSONScanner.parse(value), let key = key(document) else {
+                problems.append("unreadable \(name) at offset \(message.offset)")
                 continue
             }
-            let key = DemoWorkload.outcomeKey(requestID: requestID, token: token)
             seen[key, default: 0] += 1
-            if !due.contains(key) { problems.append("\(key): invalid-token record for a token that is not invalid") }
+            if !due.contains(key) { problems.append("\(key): \(name) \(unexpected)") }
         }
         for (key, count) in seen where count > 1 && !allowsDuplicates {
-            problems.append("\(key): \(count) invalid-token records")
+            problems.append("\(key): \(count) \(name)s")
         }
         for key in due where seen[key] == nil {
-            problems.append("\(key): no invalid-token record")
+            problems.append("\(key): no \(name)")
         }
         return problems
     }

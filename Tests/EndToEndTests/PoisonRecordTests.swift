@@ -15,8 +15,14 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct PoisonRecordTests {
     enum Expected {
-        case deadLetter(code: String, truncated: Bool = false)
+        case deadLetter(code: String, truncated: Bool = false, dropped: Dropped = .nothing)
         case results(count: Int, latencyIsNull: Bool)
+    }
+
+    /// What a dead letter leaves out of the original record so that its value keeps room under
+    /// the producer's limit: the original headers first, then the key.
+    enum Dropped {
+        case nothing, headers, headersAndKey
     }
 
     struct Record {
@@ -79,6 +85,18 @@ struct PoisonRecordTests {
             // invalid-token record, key and value, would pass the producer's limit).
             Record(value: Array(#"{"id":"long-token","token":"\#(String(repeating: "x", count: 300_000))","payload":{}}"#.utf8),
                    expected: .results(count: 1, latencyIsNull: false)),
+            // Key and headers of 599,900 bytes: with them, no dead letter would fit the producer's
+            // 600,000 bytes (Kafka would refuse it and stop the bridge). Headers alone (dropped,
+            // the key kept); a key alone (dropped); 300,000 bytes of each (dropping the headers
+            // is enough: the key stays).
+            Record(key: Array("big-headers".utf8), value: Array("not json".utf8),
+                   headers: (0..<4).map { ("x-big-\($0)", [UInt8](repeating: 0x61, count: 149_975)) },
+                   expected: .deadLetter(code: "invalid_json", dropped: .headers)),
+            Record(key: [UInt8](repeating: 0x6B, count: 599_900), value: Array("not json".utf8), headers: [("x-small", [1])],
+                   expected: .deadLetter(code: "invalid_json", dropped: .headersAndKey)),
+            Record(key: [UInt8](repeating: 0x6B, count: 300_000), value: Array("not json".utf8),
+                   headers: [("x-big", [UInt8](repeating: 0x61, count: 299_900))],
+                   expected: .deadLetter(code: "invalid_json", dropped: .headers)),
         ]
         // Ordinary requests after them: all delivered.
         for index in 100..<120 {
@@ -87,6 +105,9 @@ struct PoisonRecordTests {
         return records
     }
 
+    /// Each record of `records` yields its one dead letter (cut to the producer's limit, its key
+    /// and headers dropped where they would leave the value no room) or its results; the process
+    /// keeps running and commits every offset.
     @Test func everyPoisonRecordYieldsOneOutputAndTheBridgeKeepsGoing() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
@@ -140,7 +161,7 @@ struct PoisonRecordTests {
                 for result in produced {
                     #expect((result["latency_ms"] is NSNull) == latencyIsNull, "record \(offset): \(result)")
                 }
-            case .deadLetter(let code, let truncated):
+            case .deadLetter(let code, let truncated, let dropped):
                 #expect(produced.isEmpty, "record \(offset)")
                 #expect(letters.count == 1, "record \(offset)")
                 guard let letter = letters.first else { continue }
@@ -150,12 +171,16 @@ struct PoisonRecordTests {
                 if truncated {
                     #expect(object["original_size"] as? Int == record.value?.count)
                 }
-                #expect(letter.key == record.key, "record \(offset)")
+                #expect(letter.key == (dropped == .headersAndKey ? nil : record.key), "record \(offset)")
                 // The request's id when it had a valid one, else the record's position.
                 let requestID = Self.validID(in: record.value) ?? "apns.requests/0/\(offset)"
                 #expect(letter.header("request-id") == Array(requestID.utf8), "record \(offset)")
-                for header in record.headers where header.name != "request-id" {
-                    #expect(letter.header(header.name) == header.value, "record \(offset) header \(header.name)")
+                if dropped == .nothing {
+                    for header in record.headers where header.name != "request-id" {
+                        #expect(letter.header(header.name) == header.value, "record \(offset) header \(header.name)")
+                    }
+                } else {
+                    #expect(letter.headers.map(\.name) == ["request-id"], "record \(offset)")
                 }
             }
         }

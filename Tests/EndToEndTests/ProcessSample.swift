@@ -5,6 +5,8 @@ import Metrics
 struct ProcessSample: Sendable {
     /// `VmRSS` of /proc/<pid>/status, in kB.
     let residentKilobytes: Int
+    /// `VmHWM` of /proc/<pid>/status, in kB: the highest `VmRSS` so far.
+    var peakResidentKilobytes = 0
     /// Entries of /proc/<pid>/fd.
     let openDescriptors: Int
     /// `Threads` of /proc/<pid>/status.
@@ -18,8 +20,9 @@ struct ProcessSample: Sendable {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return nil }
             return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }
         }
-        guard let resident = field("VmRSS"), let threads = field("Threads") else { return nil }
+        guard let resident = field("VmRSS"), let peak = field("VmHWM"), let threads = field("Threads") else { return nil }
         residentKilobytes = resident
+        peakResidentKilobytes = peak
         openDescriptors = descriptors.count
         self.threads = threads
     }

@@ -7,8 +7,8 @@ import Kafka
 import TestSupport
 import Testing
 
-/// Partitions that move while a member holds back fetching: a member that is paused must not
-/// start fetching from partitions it gets (back) in a rebalance.
+/// A member that holds back fetching: it must not start fetching from partitions it gets (back)
+/// in a rebalance, and holding back must not make the group evict it.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct RebalanceWhilePausedTests {
     @Test func partitionsReturnedToAPausedMemberStayPaused() throws {
@@ -44,5 +44,51 @@ struct RebalanceWhilePausedTests {
         #expect(waitFor(timeout: .seconds(30)) { first.pipeline.assignedPartitionCount == 4 })
         #expect(first.pipeline.pausedPartitionCount == 4, "A fetches from partitions it got back while paused")
         #expect(first.pipeline.inFlightCount == 1)
+    }
+
+    /// Held back for 2.5 times the consumer's `max.poll.interval.ms` (APNs never answers its one
+    /// notification in flight, `max_in_flight` 1, fetching paused), the `apns-bridge run`
+    /// process keeps polling: the group never evicts it, it keeps its partitions, and once APNs
+    /// answers again every record completes and is committed.
+    @Test func aMemberHeldBackPastItsPollIntervalKeepsItsPartitions() throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let count = 20
+        try environment.produceRequests((0..<count).map { index in
+            DemoWorkload.Record(
+                key: Array("key-\(index)".utf8),
+                value: Array(#"{"token":"\#(String(repeating: "5e", count: 32))","payload":{"aps":{}}}"#.utf8)
+            )
+        })
+        // Short, so the hold is short: librdkafka wants the poll interval at least the session timeout.
+        let pollInterval = 3000
+        let yaml = environment.configurationYAML(
+            groupID: "e2e-poll-interval", extra: "limits: {max_in_flight: 1}",
+            consumer: ["max.poll.interval.ms": "\(pollInterval)"]
+        ).replacingOccurrences(of: "session.timeout.ms: 6000", with: "session.timeout.ms: \(pollInterval)")
+        #expect(yaml.contains("session.timeout.ms: \(pollInterval)"))
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        let bridge = try BridgeProcess(executable: BridgeBinary.url.path, yaml: yaml, instanceID: "held")
+
+        #expect(waitFor(timeout: .seconds(30)) {
+            (bridge.metric("apns_bridge_fetch_pauses_total") ?? 0) >= 1 && bridge.metric("apns_bridge_partitions_assigned") == 2
+        }, "\(bridge.logTail)")
+        let evicted = waitFor(timeout: .milliseconds(Int64(pollInterval) * 5 / 2), every: .milliseconds(50)) {
+            let log = bridge.log
+            return log.contains("maximum poll interval") || log.contains("partitions revoked")
+                || bridge.metric("apns_bridge_partitions_assigned").map { $0 != 2 } ?? false
+        }
+        #expect(!evicted, "\(bridge.logTail)")
+        #expect(bridge.metric("apns_bridge_in_flight") == 1)
+        #expect(environment.simulator.statistics.streamsStalled == 1)
+
+        // APNs answers again: the stalled notification is sent again after its request timeout.
+        try environment.simulator.setFaults(APNsSimulatorFaults())
+        #expect(waitFor(timeout: .seconds(30)) {
+            (try? environment.committedRequestCount(groupID: "e2e-poll-interval")) == Int64(count)
+        }, "\(bridge.logTail)")
+        #expect(bridge.metric("apns_bridge_notifications_total") == Double(count))
+        #expect(!bridge.log.contains("partitions revoked"))
+        #expect(bridge.stop(timeoutSeconds: 30).status == 0)
     }
 }

@@ -11,6 +11,9 @@ import Testing
 /// commit. The records completing behind it are bounded per partition, not kept without end.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct UncommittedSpanTests {
+    /// A record that waits for an unreachable endpoint holds its partition: the records behind it
+    /// complete up to the bound, then the partition pauses; once it expires (its result says so)
+    /// the commit moves and the partition drains.
     @Test func aPartitionHeldByAnUnfinishedRecordPausesAtTheBoundAndResumesAfterIt() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
@@ -48,6 +51,7 @@ struct UncommittedSpanTests {
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: later + 1, timeoutMilliseconds: 30_000, settleMilliseconds: 500)
         #expect(results.count == later + 1)
+        try Self.expectExpiredUnsent(["held"], in: results)
     }
 
     /// The bound is on all partitions together: with an unfinished record at the head of each
@@ -103,5 +107,23 @@ struct UncommittedSpanTests {
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: total, timeoutMilliseconds: 30_000, settleMilliseconds: 500)
         #expect(results.count == total)
+        try Self.expectExpiredUnsent((0..<partitionCount).map { "held-\($0)" }, in: results)
+    }
+
+    /// Each of the requests `ids` has one result, and it says what becomes of a notification
+    /// whose expiration passes while it waits for a connection (contract §6): `expired`, never
+    /// sent (0 attempts, no status).
+    static func expectExpiredUnsent(_ ids: [String], in results: [KafkaMessage],
+                                    sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for id in ids {
+            let matching = results.filter { $0.key == Array(id.utf8) }
+            #expect(matching.count == 1, "\(id): \(matching.count) results", sourceLocation: sourceLocation)
+            guard let value = matching.first?.value else { continue }
+            let result = try #require(try JSONSerialization.jsonObject(with: Data(value)) as? [String: Any],
+                                      sourceLocation: sourceLocation)
+            #expect(result["outcome"] as? String == "expired", "\(id): \(result)", sourceLocation: sourceLocation)
+            #expect(result["attempts"] as? Int == 0, "\(id): \(result)", sourceLocation: sourceLocation)
+            #expect(result["status"] is NSNull, "\(id): \(result)", sourceLocation: sourceLocation)
+        }
     }
 }
