@@ -94,8 +94,8 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
         return waitsBegun
     }
 
-    /// At the connection limit: closes the connection that has waited longest with nothing of
-    /// a request received, if any. Loop thread.
+    /// At the connection limit: closes the connection that has waited longest for a request
+    /// head (nothing or part of one received), if any. Loop thread.
     private func closeLongestWaitingConnection() {
         var longest: HTTP1ServerConnection?
         for connection in connections.values {

@@ -35,9 +35,10 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
     /// the connection closes.
     private var peerFinished = false
     private static let lingerTime: Duration = .seconds(2)
-    /// While the connection waits for a request of which nothing has arrived (idle between
-    /// requests, or silent since it connected): the server's order of such waits, so that at
-    /// its connection limit the longest-waiting one can make room. Nil otherwise.
+    /// While the connection waits for a request head (idle between requests, silent since it
+    /// connected, or with part of a head received): the server's order of such waits, so that at
+    /// its connection limit the longest-waiting one can make room, and clients that trickle
+    /// heads cannot hold every slot. Nil while a request is answered.
     private(set) var waitingSince: UInt64?
 
     init(fd: Int32, server: HTTP1Server) {
@@ -59,7 +60,6 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         case .readingHead:
             let hadInput = !input.isEmpty
             guard readAvailable(keep: true) else { return }
-            if !input.isEmpty { waitingSince = nil }
             if !hadInput && !input.isEmpty && !deadlineIsForHead {
                 // The first byte after an idle keep-alive wait: now the head deadline runs.
                 arm(server.limits.headTimeout)

@@ -216,21 +216,25 @@ struct HTTP1ServerTests {
     }
 
     @Test func connectionsBeyondTheCapGet503WhileEveryOneIsBusyWithARequest() throws {
-        let fixture = try Fixture(limits: HTTP1ServerLimits(maxConnections: 4, headTimeout: .milliseconds(500)))
+        // Each connection is busy answering: 32 MiB its client does not read (no socket holds it).
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 32 << 20)
+        let fixture = try Fixture(limits: HTTP1ServerLimits(maxConnections: 4, writeTimeout: .seconds(60)), body: big)
         defer { fixture.close() }
-        // Each has sent part of a request head: busy, not waiting.
-        let busy = try (0..<4).map { _ in try fixture.client() }
-        for client in busy { client.send("GET /hello HTTP/1.1\r\n") }
-        #expect(waitFor { fixture.server.connectionCount == 4 })
+        var busy = try (0..<4).map { _ in try fixture.client() }
+        for client in busy {
+            client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(client.readStatusLine() == "HTTP/1.1 200 OK")   // answering, and stuck there
+        }
+        #expect(fixture.server.connectionCount == 4)
         let extra = try fixture.client()
         let refused = try #require(extra.readResponse())
         #expect(refused.status == 503)
         #expect(refused.body == "too many connections\n")
         #expect(fixture.server.rejectedConnectionCount >= 1)
-        // Their heads time out (408), and the server takes new clients again.
+        // Their clients go away, and the server takes new clients again.
+        busy.removeAll()
         #expect(waitFor { fixture.server.connectionCount == 0 })
         try expectStillServing(fixture)
-        withExtendedLifetime(busy) {}
     }
 
     /// Idle keep-alive connections (or silent ones) at the cap cannot lock a health check out:
@@ -255,6 +259,29 @@ struct HTTP1ServerTests {
         idle[3].send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(idle[3].readResponse()?.status == 200)
         #expect(fixture.server.connectionCount == 4)
+    }
+
+    /// Clients that hold every slot with a head they never finish (a slowloris, within the head
+    /// deadline) cannot lock a health check out: at the cap the one waiting longest makes room.
+    @Test func atTheCapTrickledHeadsMakeRoomToo() throws {
+        let fixture = try Fixture(limits: HTTP1ServerLimits(maxConnections: 4, headTimeout: .seconds(120)))
+        defer { fixture.close() }
+        var trickling: [HTTPTestClient] = []
+        for _ in 0..<4 {
+            let client = try fixture.client()
+            client.send("GET /hello HTTP/1.1\r\nHost: x\r\n")   // never finished
+            trickling.append(client)
+        }
+        #expect(waitFor { fixture.server.connectionCount == 4 })
+        var checks: [HTTPTestClient] = []   // kept open (idle, keep-alive): each takes a slot
+        for round in 0..<3 {
+            let health = try fixture.client()
+            checks.append(health)
+            health.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(health.readResponse()?.status == 200, "round \(round)")
+            #expect(trickling[round].waitForClose(), "the longest-waiting trickle was not the one closed")
+        }
+        #expect(fixture.server.rejectedConnectionCount == 0)
     }
 
     @Test func closingTheServerClosesItsConnections() throws {

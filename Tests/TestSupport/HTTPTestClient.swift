@@ -99,6 +99,12 @@ public final class HTTPTestClient {
         return Response(status: status, headers: headers, body: String(decoding: body, as: UTF8.self))
     }
 
+    /// The first line of a response (its status line), leaving the rest unread: the server
+    /// has begun to answer.
+    public func readStatusLine() -> String? {
+        readLine()
+    }
+
     private func readBytes(_ count: Int) -> [UInt8]? {
         while buffered.count < count {
             guard fill() else { return nil }
