@@ -2,8 +2,9 @@
 ///
 /// Descriptions name the file and the key type only: never key material.
 public enum APNsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The key file does not exist or cannot be read.
-    case fileUnreadable(path: String)
+    /// The key file does not exist or cannot be read; `reason` says why when known (e.g. "is a
+    /// directory", "No such file or directory").
+    case fileUnreadable(path: String, reason: String? = nil)
     /// A key file cannot be written (test credentials).
     case fileUnwritable(path: String)
     /// The input holds no unencrypted PEM private key (an APNs `.p8` is `BEGIN PRIVATE KEY`, PKCS#8).
@@ -17,8 +18,8 @@ public enum APNsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .fileUnreadable(let path):
-            "cannot read key file \(path)"
+        case .fileUnreadable(let path, let reason):
+            "cannot read key file \(path)" + (reason.map { ": \($0)" } ?? "")
         case .fileUnwritable(let path):
             "cannot write key file \(path)"
         case .notAPrivateKeyPEM:

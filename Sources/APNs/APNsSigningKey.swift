@@ -1,4 +1,5 @@
 import COpenSSL
+import HTTP2
 
 // PEM reads below pass a password callback that supplies no password (`{ _, _, _, _ in 0 }`), so
 // OpenSSL never prompts on a terminal and encrypted keys fail to load.
@@ -13,6 +14,10 @@ public final class APNsSigningKey: @unchecked Sendable {
 
     /// Loads a key from a `.p8` file.
     public convenience init(pemFile path: String) throws(APNsKeyError) {
+        // A .p8 key is a few hundred bytes.
+        if let problem = ReadableFile.problem(at: path, maximumBytes: 1 << 20) {
+            throw .fileUnreadable(path: path, reason: problem)
+        }
         guard let bio = BIO_new_file(path, "r") else {
             ERR_clear_error()
             throw .fileUnreadable(path: path)

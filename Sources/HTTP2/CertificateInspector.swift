@@ -25,6 +25,7 @@ public enum CertificateInspector {
     /// Every certificate in a PEM file, in file order.
     /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) when the file cannot be read or holds no certificate.
     public static func pemCertificates(file: String) throws -> [CertificateSummary] {
+        try TLSCredentials.checkReadable(file, what: "certificate file")
         guard let bio = BIO_new_file(file, "r") else {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open \(file)")
         }

@@ -51,6 +51,7 @@ public final class TLSClientContext: @unchecked Sendable {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot load the system trust store")
         }
         if let caFile = configuration.caFile {
+            try TLSCredentials.checkReadable(caFile, what: "CA file")
             guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
                 throw HTTP2Error.openSSL(.tlsConfiguration, "cannot load CA file \(caFile)")
             }

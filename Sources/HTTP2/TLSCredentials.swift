@@ -10,6 +10,8 @@ package enum TLSCredentials {
     /// `passphrase`, supplied through a password callback) and checks that they match.
     static func usePEM(context: OpaquePointer, certificateFile: String, privateKeyFile: String,
                        passphrase: String?) throws {
+        try checkReadable(certificateFile, what: "certificate")
+        try checkReadable(privateKeyFile, what: "private key")
         guard SSL_CTX_use_certificate_chain_file(context, certificateFile) == 1 else {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot load certificate \(certificateFile)")
         }
@@ -28,6 +30,13 @@ package enum TLSCredentials {
         }
         defer { EVP_PKEY_free(key) }
         try useKey(context: context, key: key)
+    }
+
+    /// Throws unless `file` is a regular file OpenSSL can read without blocking (``ReadableFile``).
+    package static func checkReadable(_ file: String, what: String) throws {
+        if let problem = ReadableFile.problem(at: file) {
+            throw HTTP2Error(.tlsConfiguration, "cannot read \(what) \(file): \(problem)")
+        }
     }
 
     /// Loads a PKCS#12 file (certificate, private key and optional chain) protected by `passphrase`.
@@ -59,6 +68,7 @@ package enum TLSCredentials {
         passphrase: String?,
         _ body: (_ key: OpaquePointer?, _ certificate: OpaquePointer, _ chain: OpaquePointer?) throws -> Result
     ) throws -> Result {
+        try checkReadable(file, what: "PKCS#12 file")
         guard let bio = BIO_new_file(file, "rb") else {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open PKCS#12 file \(file)")
         }

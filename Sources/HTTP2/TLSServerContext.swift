@@ -25,6 +25,7 @@ public final class TLSServerContext: @unchecked Sendable {
                                   privateKeyFile: privateKeyFile, passphrase: nil)
         SSL_CTX_set_alpn_select_cb(context, tlsSelectALPN, nil)
         if let clientCAFile {
+            try TLSCredentials.checkReadable(clientCAFile, what: "client CA file")
             guard SSL_CTX_load_verify_locations(context, clientCAFile, nil) == 1,
                   let names = SSL_load_client_CA_file(clientCAFile) else {
                 throw HTTP2Error.openSSL(.tlsConfiguration, "cannot load client CA file \(clientCAFile)")

@@ -67,4 +67,14 @@ public enum KafkaPropertyRules {
             throw KafkaError.configuration("\(error)")
         }
     }
+
+    /// Whether librdkafka knows a property of this name (for consumers or producers). Asked of
+    /// a scratch configuration; nothing connects.
+    public static func isKnown(_ name: String) -> Bool {
+        // invariant: rd_kafka_conf_new only returns NULL when out of memory.
+        let conf = rd_kafka_conf_new()!
+        defer { rd_kafka_conf_destroy(conf) }
+        var size = 0
+        return rd_kafka_conf_get(conf, name, nil, &size) != RD_KAFKA_CONF_UNKNOWN
+    }
 }

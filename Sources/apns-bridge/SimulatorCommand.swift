@@ -4,6 +4,7 @@ import Glibc
 import APNs
 import APNsSimulator
 import Bridge
+import HTTP2
 import Dispatch
 
 /// `apns-bridge simulator`: the APNs simulator as a standalone server on this machine.
@@ -101,6 +102,9 @@ enum SimulatorCommand {
     }
 
     private static func readFile(_ path: String) throws -> String {
+        if let problem = ReadableFile.problem(at: path) {
+            throw CommandLineOptions.UsageError(description: "cannot read \(path): \(problem)")
+        }
         guard let file = fopen(path, "r") else {
             throw CommandLineOptions.UsageError(description: "cannot read \(path)")
         }

@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func rejectsMissingFilesAndNonKeys() throws {
-        #expect(throws: APNsKeyError.fileUnreadable(path: "/nonexistent/AuthKey.p8")) {
+        #expect(throws: APNsKeyError.fileUnreadable(path: "/nonexistent/AuthKey.p8", reason: "No such file or directory")) {
             try APNsSigningKey(pemFile: "/nonexistent/AuthKey.p8")
         }
         #expect(throws: APNsKeyError.notAPrivateKeyPEM) { try APNsSigningKey(pem: "not a key") }

@@ -187,6 +187,35 @@ struct CommandLineTests {
         #expect(errorOutput.contains("/nonexistent/AuthKey.p8"))
     }
 
+    /// A FIFO or a directory where a file belongs (the configuration, a key, a CA file) is
+    /// refused at once, saying what it is: reading a FIFO would block `check` and `run` forever.
+    @Test func checkRefusesFilesThatAreNotRegularFilesAtOnce() throws {
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let fifo = scratch.file("pipe")
+        #expect(mkfifo(fifo, 0o600) == 0)
+
+        let configAsFIFO = try BridgeBinary.run(["check", "--config", fifo])
+        #expect(configAsFIFO.status == 2)
+        #expect(configAsFIFO.error.contains("cannot read configuration file \(fifo): is not a regular file"), "\(configAsFIFO.error)")
+
+        for (auth, apns, expected) in [
+            ("{type: token, key_file: \(fifo), key_id: ABC123DEFG, team_id: TEAM123456}", "", "cannot read key file \(fifo): is not a regular file"),
+            ("{type: token, key_file: \(scratch.path), key_id: ABC123DEFG, team_id: TEAM123456}", "", "cannot read key file \(scratch.path): is a directory"),
+            ("{type: certificate, p12_file: \(fifo)}", "", "cannot read PKCS#12 file \(fifo): is not a regular file"),
+        ] {
+            let configFile = try TemporaryFile(contents: """
+            kafka: {brokers: localhost:9092}
+            \(apns)
+            apps:
+              - {name: chat, bundle_id: com.example.chat, auth: \(auth)}
+            """)
+            let (status, _, errorOutput) = try BridgeBinary.run(["check", "--config", configFile.path])
+            #expect(status == 2)
+            #expect(errorOutput.contains(expected), "\(errorOutput)")
+        }
+    }
+
     @Test func sendDeliversOneNotificationThroughTheSimulator() throws {
         let environment = try LocalEnvironment()
         defer { environment.close() }

@@ -1,17 +1,30 @@
 import Kafka
 import Foundation
+import HTTP2
 import Observability
 import YAML
 
 extension BridgeConfiguration {
+    /// The largest configuration file read (a real one is a few KB).
+    public static let maximumFileBytes = 4 << 20
+
     /// Reads and validates the YAML file at `path` (cold path; uses Foundation to read the file).
     public static func load(path: String,
                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> BridgeConfiguration {
+        if let problem = ReadableFile.problem(at: path, maximumBytes: maximumFileBytes) {
+            throw ConfigurationError(keyPath: "", message: "cannot read configuration file \(path): \(problem)")
+        }
         let text: String
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            guard let decoded = String(validating: bytes, as: UTF8.self) else {
+                throw ConfigurationError(keyPath: "", message: "configuration file \(path) is not UTF-8 text")
+            }
+            text = decoded
+        } catch let error as ConfigurationError {
+            throw error
         } catch {
-            throw ConfigurationError(keyPath: "", message: "cannot read configuration file \(path)")
+            throw ConfigurationError(keyPath: "", message: "cannot read configuration file \(path): \(error.localizedDescription)")
         }
         return try parse(yaml: text, environment: environment)
     }

@@ -6,16 +6,19 @@ import Observability
 /// bridge uses (defaults filled in, `${VAR}` expanded), secrets redacted.
 ///
 /// Passphrases print as `<redacted>`; librdkafka properties whose name says they hold a secret
-/// (`sasl.password`, `ssl.key.password`, `ssl.key.pem`, …) too. Key material is never part of a
+/// (`sasl.password`, `ssl.key.password`, `ssl.key.pem`, …) too, and so do properties librdkafka
+/// does not know (`check` refuses them, but a mistyped `sasl.pasword` holds a password all the
+/// same). Key material is never part of a
 /// configuration: only file paths are. Apart from redacted values, the output parses back to
 /// the same configuration.
 extension BridgeConfiguration {
     /// What a redacted value prints as.
     public static let redacted = "<redacted>"
 
-    /// Whether a librdkafka property holds a secret, by its name.
+    /// Whether a librdkafka property's value is not shown: its name says it holds a secret, or
+    /// librdkafka does not know the name (a mistyped name may hide a secret).
     public static func isSecretKafkaProperty(_ name: String) -> Bool {
-        KafkaPropertyRules.isSecret(name)
+        KafkaPropertyRules.isSecret(name) || !KafkaPropertyRules.isKnown(name)
     }
 
     /// The effective configuration as YAML (contract §8 layout).
