@@ -155,6 +155,14 @@ import Testing
         let missing = try #require(parseError(yaml, environment: [:]))
         #expect(missing.keyPath == "kafka.brokers")
         #expect(missing.message.contains("BROKERS"))
+
+        // A nested reference in a default is refused, set or not, never taken up to its first `}`.
+        let nested = "kafka: {brokers: \"${A:-${B}}\"}\napps: [{name: c, bundle_id: b, auth: {type: token, key_file: k, key_id: ABC123DEFG, team_id: TEAM123456}}]"
+        for environment in [[:], ["A": "xx"], ["B": "b:1"]] {
+            let error = try #require(parseError(nested, environment: environment), "\(environment)")
+            #expect(error.keyPath == "kafka.brokers")
+            #expect(error.message.contains("nested ${…}"), "\(error.message)")
+        }
     }
 
     @Test func durations() throws {

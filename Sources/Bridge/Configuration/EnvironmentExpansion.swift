@@ -2,7 +2,9 @@
 ///
 /// `${VAR}` must be set (an unset variable is an error naming the key and the variable);
 /// `${VAR:-default}` uses `default` when VAR is unset or empty, as the shell does. A `$` not
-/// followed by `{` is kept as is. Variable names are `[A-Za-z_][A-Za-z0-9_]*`.
+/// followed by `{` is kept as is. Variable names are `[A-Za-z_][A-Za-z0-9_]*`. A default is
+/// plain text: one holding `${` (a nested reference, which the shell would expand) is an error
+/// rather than text taken up to the first `}`.
 ///
 /// The errors of a secret value (a passphrase, a librdkafka password) name the key only: the
 /// text between `${` and `}` is part of the secret when the reference is mistyped.
@@ -23,6 +25,10 @@ enum EnvironmentExpansion {
             if let separator = firstRange(of: ":-", in: body) {
                 name = body[..<separator.lowerBound]
                 fallback = body[separator.upperBound...]
+                if let fallback, firstRange(of: "${", in: fallback) != nil {
+                    throw node.error(node.isSecret ? "a nested ${…} in a secret value's default is not supported"
+                                                   : "a nested ${…} in the default of ${\(name):-…} is not supported")
+                }
             } else {
                 name = body
                 fallback = nil
