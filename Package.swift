@@ -50,7 +50,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "apns-bridge",
-            dependencies: ["Bridge", "BridgeLocal", "APNs", "APNsSimulator", "Kafka", "HTTP2", "Observability", "Metrics"],
+            dependencies: ["Bridge", "BridgeLocal", "APNs", "APNsSimulator", "Kafka", "HTTP2", "JSON", "Observability", "Metrics"],
             swiftSettings: strictSettings
         ),
 

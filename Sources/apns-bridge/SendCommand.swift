@@ -1,4 +1,5 @@
 import Bridge
+import JSON
 import Observability
 
 /// `apns-bridge send`: one notification through the real APNs path, without Kafka.
@@ -24,10 +25,18 @@ enum SendCommand {
             CommandLineInterface.write(help, to: 1)
             return 0
         }
-        let configuration = try CommandLineInterface.loadConfiguration(options)
         let tokens = options.values("token")
         guard !tokens.isEmpty else { throw CommandLineOptions.UsageError(description: "--token is required") }
         let payload = try options.required("payload")
+        // One JSON value on its own, checked before it is placed in the request: spliced
+        // unchecked, text such as `{},"id":"x"` would add fields of its own, and an error's
+        // position would point into the assembled request instead of the payload.
+        do {
+            _ = try JSONScanner.parse(Array(payload.utf8))
+        } catch {
+            throw CommandLineOptions.UsageError(description: "--payload is not one JSON value: \(error)")
+        }
+        let configuration = try CommandLineInterface.loadConfiguration(options)
         let timeout = try options.integer("timeout", default: 30, in: 1...3600)
 
         var json = "{\"tokens\":["

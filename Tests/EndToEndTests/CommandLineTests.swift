@@ -229,6 +229,15 @@ struct CommandLineTests {
         #expect(json["outcome"] as? String == "delivered")
         #expect(json["token"] as? String == token)
         #expect(json["status"] as? Int == 200)
+
+        // A payload that is not one JSON value on its own never reaches the request: text
+        // that would add fields of its own, or an error placed in the payload's own terms.
+        for (payload, expected) in [(#"{"aps":{}},"id":"INJECTED""#, "line 1, column 11"), ("", "line 1, column 1")] {
+            let refused = try BridgeBinary.run(["send", "--config", configFile.path, "--token", token, "--payload", payload])
+            #expect(refused.status == 2)
+            #expect(refused.error.contains("--payload is not one JSON value: \(expected)"), "\(refused.error)")
+            #expect(!refused.output.contains("INJECTED"))
+        }
     }
 
     @Test func unknownCommandAndOptionExitTwoWithHelp() throws {
