@@ -25,9 +25,14 @@ public enum APNsSimulatorHostileAnswer: Sendable, Equatable {
     /// The longest value `oversizedHeader` takes: nghttp2 sends no header block above 64 KiB
     /// (its default limit), so a longer one would never leave the server while counted as sent.
     public static let maximumHeaderBytes = 60 << 10
+    /// The most SETTINGS frames one answer floods with: nghttp2 walks its list of unacknowledged
+    /// SETTINGS on every submission, so the cost grows with the square of the count (100,000
+    /// held the simulator's loop for 20 s per answer; 10,000 takes a few milliseconds).
+    public static let maximumSettingsFrames = 10_000
 
     /// What is wrong with this mode (nil when usable): sizes and counts must be positive and
-    /// bounded (bodies at most 64 MiB, headers at most ``maximumHeaderBytes``, 100,000 frames).
+    /// bounded (bodies at most 64 MiB, headers at most ``maximumHeaderBytes``, 100,000 PINGs,
+    /// ``maximumSettingsFrames`` SETTINGS).
     var problem: String? {
         switch self {
         case .hugeErrorBody(let bytes):
@@ -35,8 +40,11 @@ public enum APNsSimulatorHostileAnswer: Sendable, Equatable {
         case .oversizedHeader(let bytes):
             return (1...Self.maximumHeaderBytes).contains(bytes)
                 ? nil : "hostile header size \(bytes) is not between 1 and \(Self.maximumHeaderBytes) (60 KiB)"
-        case .pingFlood(let count), .settingsFlood(let count):
+        case .pingFlood(let count):
             return (1...100_000).contains(count) ? nil : "hostile frame count \(count) is not between 1 and 100000"
+        case .settingsFlood(let count):
+            return (1...Self.maximumSettingsFrames).contains(count)
+                ? nil : "hostile SETTINGS count \(count) is not between 1 and \(Self.maximumSettingsFrames)"
         case .unknownReason, .nonJSONErrorBody, .bodyOnSuccess:
             return nil
         }

@@ -28,8 +28,8 @@ extension SimulatorCommand {
                            to another token sooner than D after its previous switch
       --hostile MODE       instead of every 200, an answer APNs never sends: unknown-reason,
                            non-json (500 HTML), huge-body:BYTES (400), body-on-200,
-                           oversized-header:BYTES (at most 61440), ping-flood:N or
-                           settings-flood:N (N frames before each answer)
+                           oversized-header:BYTES (at most 61440), ping-flood:N (at most
+                           100000) or settings-flood:N (at most 10000): N frames before each answer
       --client-ca FILE     require a client certificate issued by this CA (certificate auth):
                            requests without a token are accepted for the certificate's bundle id
                            (subject UID, else CN without "Apple Push Services: ") and its

@@ -105,7 +105,9 @@ struct APNsSimulatorHostileAnswerTests {
         #expect(APNsSimulatorFaults(hostileAnswer: .oversizedHeader(bytes: 64 << 10)).problem != nil)
         #expect(APNsSimulatorFaults(hostileAnswer: .hugeErrorBody(bytes: 64 << 20)).problem == nil)
         #expect(APNsSimulatorFaults(hostileAnswer: .pingFlood(count: 0)).problem != nil)
-        #expect(APNsSimulatorFaults(hostileAnswer: .settingsFlood(count: 100_001)).problem != nil)
+        #expect(APNsSimulatorFaults(hostileAnswer: .settingsFlood(count: 10_001)).problem != nil)
+        #expect(APNsSimulatorFaults(hostileAnswer: .settingsFlood(count: 10_000)).problem == nil)
+        #expect(APNsSimulatorFaults(hostileAnswer: .pingFlood(count: 100_000)).problem == nil)
         #expect(APNsSimulatorFaults(hostileAnswer: .unknownReason).problem == nil)
     }
 }
