@@ -152,7 +152,27 @@ struct YAMLTreeBuilder {
         if let context = parser.context.map({ String(cString: $0) }) {
             problem += " (\(context), line \(parser.context_mark.line + 1))"
         }
+        if parser.error == YAML_READER_ERROR, let start = parser.input.string.start, let end = parser.input.string.end {
+            // The reader (a control character, invalid UTF-8) reports a byte offset, not a mark.
+            let position = position(ofByte: Int(parser.problem_offset), in: UnsafeBufferPointer(start: start, count: end - start))
+            return YAMLError(line: position.line, column: position.column, problem: problem)
+        }
         return YAMLError(line: Int(parser.problem_mark.line) + 1,
                          column: Int(parser.problem_mark.column) + 1, problem: problem)
+    }
+
+    /// The line and column (both from 1; the column counts bytes) of byte `offset` in `text`.
+    static func position(ofByte offset: Int, in text: UnsafeBufferPointer<UInt8>) -> YAMLPosition {
+        var line = 1
+        var column = 1
+        for byte in text.prefix(max(0, offset)) {
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+            } else {
+                column += 1
+            }
+        }
+        return YAMLPosition(line: line, column: column)
     }
 }

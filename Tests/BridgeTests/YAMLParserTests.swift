@@ -81,6 +81,19 @@ import YAML
         #expect(throws: YAMLError.self) { _ = try YAMLParser.parse("\"unterminated") }
     }
 
+    /// A control character (here NUL, then ESC) is reported where it is, not at the file's start.
+    @Test func controlCharactersAreReportedWhereTheyAre() {
+        for (text, line, column) in [("a: 1\nb: 2\nc: x\u{0}y\n", 3, 5), ("a: 1\n  # \u{1B}\n", 2, 5)] {
+            do {
+                _ = try YAMLParser.parse(text)
+                Issue.record("expected an error for \(text.debugDescription)")
+            } catch {
+                #expect(error.line == line && error.column == column, "\(error)")
+                #expect(error.problem.contains("control characters"), "\(error)")
+            }
+        }
+    }
+
     @Test func duplicateKeysAreRejectedWithPosition() {
         do {
             _ = try YAMLParser.parse("a: 1\nb: 2\na: 3\n")
