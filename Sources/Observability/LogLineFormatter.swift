@@ -77,6 +77,16 @@ public enum LogLineFormatter {
         }
     }
 
+    /// `text` with line breaks, tabs, backslashes and every character ``needsEscape(_:)`` names
+    /// escaped as in log lines, so that text from a configuration or the command line printed in
+    /// an error cannot forge lines or recolour a terminal.
+    public static func escapingControlCharacters(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { needsEscape($0) || $0 == "\\" }) else { return text }
+        var escaped = ""
+        appendEscaped(text, to: &escaped)
+        return escaped
+    }
+
     /// C0 and C1 controls, DEL, line/paragraph separators, bidirectional embeddings and isolates.
     static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {

@@ -44,7 +44,8 @@ enum CommandLineInterface {
                 return 2
             }
         } catch let error as CommandLineOptions.UsageError {
-            write("apns-bridge \(command): \(error)\n", to: 2)
+            // Usage errors may quote an argument as given: printed with its control characters escaped.
+            write("apns-bridge \(command): \(LogLineFormatter.escapingControlCharacters(error.description))\n", to: 2)
             return 2
         } catch let error as ConfigurationError {
             write("apns-bridge \(command): configuration error: \(error)\n", to: 2)

@@ -165,6 +165,17 @@ import Testing
         }
     }
 
+    /// What a value or key brings along (an escape sequence, a line break, a bidirectional
+    /// override) is escaped in the error, so printing it cannot forge lines or recolour a terminal.
+    @Test func controlCharactersInValuesAndKeysAreEscapedInErrors() throws {
+        let value = try #require(parseError(Self.minimal + "\nshutdown_timeout: \"\\e[31m5s\\nFAKE\\u202E\"\n"))
+        #expect(value.keyPath == "shutdown_timeout")
+        #expect(!value.description.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x202E }, "\(value)")
+        #expect(value.message.contains("\\u{1b}[31m5s\\nFAKE\\u{202e}"), "\(value.message)")
+        let key = try #require(parseError(Self.minimal + "\nlimits: {\"max\\tin_flight\": 1}\n"))
+        #expect(key.description.contains("max\\tin_flight"), "\(key)")
+    }
+
     @Test func durations() throws {
         func parse(_ text: String) throws -> Duration {
             try BridgeConfiguration.parse(yaml: Self.minimal + "\nshutdown_timeout: \(text)\n", environment: [:]).shutdownTimeout

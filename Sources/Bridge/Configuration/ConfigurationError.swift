@@ -1,6 +1,9 @@
+import Observability
+
 /// A configuration problem, naming the key (`apps[1].auth.key_id`) and, when known, the line.
 ///
-/// Messages never contain secret values (passphrases).
+/// Messages never contain secret values (passphrases), nor control characters: what a key or
+/// value brings along (an escape sequence, a line break) is escaped as in log lines.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Full path of the offending key, e.g. `limits.max_in_flight`; empty for the file as a whole.
     public var keyPath: String
@@ -11,8 +14,8 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 
     /// Creates an error.
     public init(keyPath: String, message: String, line: Int? = nil) {
-        self.keyPath = keyPath
-        self.message = message
+        self.keyPath = LogLineFormatter.escapingControlCharacters(keyPath)
+        self.message = LogLineFormatter.escapingControlCharacters(message)
         self.line = line
     }
 
