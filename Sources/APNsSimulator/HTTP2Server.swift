@@ -138,7 +138,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
                 let error = errno
                 if error == EINTR || error == ECONNABORTED { continue }
                 if error != EAGAIN && error != EWOULDBLOCK {
-                    logger.warning("accept failed", metadata: ["errno": "\(error)"])
+                    logger.warning("accept failed", metadata: ["errno": "\(error)", "detail": "\(String(cString: strerror(error)))"])
                     // Out of descriptors: the connection waits in the backlog; retried in a moment
                     // rather than on every wait of the loop.
                     if EventLoop.isResourceExhaustion(error) { acceptLoop.pauseAccepting(fd: listenFD) }
