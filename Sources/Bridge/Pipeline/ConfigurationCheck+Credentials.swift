@@ -117,7 +117,8 @@ extension ConfigurationCheck {
     /// A warning when a key file can be read (or written) by group or others.
     static func checkKeyFileMode(_ path: String, subject: String) -> [ConfigurationFinding] {
         var status = stat()
-        guard stat(path, &status) == 0 else { return [] }  // unreadable files are reported by the load
+        // Missing, unreadable or not a file at all: reported by the load, not as a mode.
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return [] }
         let mode = status.st_mode & 0o777
         guard mode & 0o077 != 0 else { return [] }
         return [.init(.warning, subject, "\(path) is accessible by group or others (mode \(String(mode, radix: 8))); chmod 600 it")]
