@@ -241,6 +241,22 @@ struct CommandLineTests {
         }
     }
 
+    /// When `--timeout` passes before APNs answers, `send` says so, exits 1, and reports the
+    /// notification (as connection lost, from the shutdown) instead of waiting on.
+    @Test func sendSaysWhenItsTimeoutPassedBeforeAnAnswer() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1.0))
+        let configFile = try TemporaryFile(contents: environment.configurationYAML())
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "send", "--config", configFile.path, "--token", String(repeating: "5b", count: 32),
+            "--payload", #"{"aps":{}}"#, "--timeout", "1",
+        ])
+        #expect(status == 1)
+        #expect(errorOutput.contains("the timeout passed before every result"), "\(errorOutput)")
+        #expect(output.contains(#""outcome":"failed""#), "\(output)")
+    }
+
     @Test func unknownCommandAndOptionExitTwoWithHelp() throws {
         #expect(try BridgeBinary.run(["frobnicate"]).status == 2)
         #expect(try BridgeBinary.run(["run", "--confg", "x"]).status == 2)

@@ -48,6 +48,13 @@ public enum OneShotSender {
         while sink.count < expected, Timestamp.monotonicNanoseconds() < deadline {
             usleep(2_000)
         }
+        let unanswered = expected - sink.count
+        if unanswered > 0 {
+            // Their results come from the shutdown (connection lost): say why they end here.
+            Logger(label: "bridge.send").warning("the timeout passed before every result: the notifications still waiting are abandoned", metadata: [
+                "timeout_seconds": "\(timeoutSeconds)", "bridge.unanswered": "\(unanswered)",
+            ])
+        }
         dispatcher.shutdown()
         return .success(sink.results)
     }
