@@ -98,6 +98,11 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     /// The client's first SETTINGS frame arrived (the end of its connection preface): the
     /// connection may now stay open as long as the client keeps it. Loop thread.
     func clientPrefaceReceived() {
+        cancelPrefaceDeadline()
+    }
+
+    /// Stops the preface deadline (the preface came, or the connection closed). Loop thread.
+    private func cancelPrefaceDeadline() {
         guard let prefaceTimer else { return }
         self.prefaceTimer = nil
         loop.cancel(prefaceTimer)
@@ -282,10 +287,7 @@ extension HTTP2ServerConnection: TLSConnectionOwner {
 
     func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {
         self.connection = nil
-        if let prefaceTimer {
-            self.prefaceTimer = nil
-            loop.cancel(prefaceTimer)
-        }
+        cancelPrefaceDeadline()
         if let session {
             self.session = nil
             nghttp2_session_del(session)

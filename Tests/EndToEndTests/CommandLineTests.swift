@@ -260,6 +260,10 @@ struct CommandLineTests {
     @Test func unknownCommandAndOptionExitTwoWithHelp() throws {
         #expect(try BridgeBinary.run(["frobnicate"]).status == 2)
         #expect(try BridgeBinary.run(["run", "--confg", "x"]).status == 2)
+        // An argument quoted in a usage error is printed with its control characters escaped.
+        let hostile = try BridgeBinary.run(["run", "--con\u{1B}[31mfig", "x"])
+        #expect(hostile.status == 2)
+        #expect(hostile.error.contains("--con\\u{1b}[31mfig") && !hostile.error.contains("\u{1B}"), "\(hostile.error)")
         let (status, output, _) = try BridgeBinary.run(["--version"])
         #expect(status == 0)
         #expect(output.hasPrefix("apns-bridge "))
