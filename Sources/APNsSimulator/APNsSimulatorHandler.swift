@@ -41,8 +41,13 @@ final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unch
 
     var currentStatistics: APNsSimulatorStatistics { statistics.withLock { $0 } }
 
+    /// Starts counting afresh; the answers waiting now still count as waiting.
     func resetStatistics() {
-        statistics.withLock { $0 = APNsSimulatorStatistics() }
+        statistics.withLock { statistics in
+            let waiting = statistics.answersWaiting
+            statistics = APNsSimulatorStatistics()
+            statistics.answersWaiting = waiting
+        }
     }
 
     func handle(_ request: HTTP2ServerRequest, responder: HTTP2Responder) {
@@ -99,16 +104,24 @@ final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unch
     }
 
     private func send(_ answer: APNsSimulatorAnswer, responder: HTTP2Responder, after latency: Duration) {
-        let status = answer.status
-        let respond: @Sendable () -> Void = { [statistics] in
-            statistics.withLock { $0.answersByStatus[status, default: 0] += 1 }
+        guard latency > .zero else {
+            statistics.withLock { $0.answersByStatus[answer.status, default: 0] += 1 }
             responder.respond(status: answer.status, headers: answer.headers, body: answer.body)
+            return
         }
-        if latency > .zero {
-            responder.loop.schedule(afterNanoseconds: latency.loopNanoseconds, respond)
-        } else {
-            respond()
-        }
+        statistics.withLock { $0.answersWaiting += 1 }
+        responder.respond(after: latency, { [statistics] in
+            statistics.withLock { statistics in
+                statistics.answersWaiting -= 1
+                statistics.answersByStatus[answer.status, default: 0] += 1
+            }
+            responder.respond(status: answer.status, headers: answer.headers, body: answer.body)
+        }, ifStreamCloses: { [statistics] in
+            statistics.withLock { statistics in
+                statistics.answersWaiting -= 1
+                statistics.answersWithdrawn += 1
+            }
+        })
     }
 
     /// The connection's state, created with its first request.

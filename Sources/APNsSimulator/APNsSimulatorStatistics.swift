@@ -6,6 +6,12 @@ public struct APNsSimulatorStatistics: Sendable, Equatable {
     public var requestsReceived = 0
     /// Answers sent, by `:status`.
     public var answersByStatus: [Int: Int] = [:]
+    /// Answers waiting for the `latency` fault's delay to pass (a gauge: a reset of the
+    /// statistics keeps it).
+    public var answersWaiting = 0
+    /// Answers not sent because their stream closed while they waited for the `latency` fault's
+    /// delay (the client reset the stream, e.g. at its own timeout, or the connection closed).
+    public var answersWithdrawn = 0
     /// PING frames received and acknowledged.
     public var pingsAnswered = 0
     /// The most streams open at once on one connection (HTTP/2 refuses streams above the

@@ -97,10 +97,11 @@ func serverOnFrame(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_fra
     return 0
 }
 
-/// Called when a stream closed: forget it (a later respond() is ignored).
+/// Called when a stream closed: forget it (a later respond() is ignored, a waiting answer is
+/// withdrawn).
 func serverOnStreamClose(_ session: OpaquePointer?, _ streamID: Int32, _ errorCode: UInt32,
                          _ userData: UnsafeMutableRawPointer?) -> Int32 {
-    serverConnection(userData).streams.removeValue(forKey: streamID)
+    serverConnection(userData).forgetStream(streamID)
     return 0
 }
 

@@ -22,6 +22,17 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         var responded = false
         var responseBody: [UInt8] = []
         var responseOffset = 0
+        /// An answer waiting on a loop timer (``HTTP2Responder/respond(after:_:ifStreamCloses:)``).
+        var delayedAnswer: DelayedAnswer?
+    }
+
+    /// An answer waiting on a loop timer: given up, and `withdrawn` told, when its stream closes
+    /// first (reset by the client, or the connection gone), so a client that resets its streams
+    /// leaves nothing waiting behind it.
+    struct DelayedAnswer {
+        let timer: EventLoopTimer
+        let send: @Sendable () -> Void
+        let withdrawn: @Sendable () -> Void
     }
 
     /// SETTINGS_MAX_HEADER_LIST_SIZE the server announces (APNs: 8000). A request whose header
@@ -213,9 +224,45 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     /// Forgets a request stream and resets it with `errorCode`; its remaining frames are
     /// ignored. Loop thread (inside nghttp2's callbacks, which send the reset afterwards).
     func resetStream(_ streamID: Int32, errorCode: nghttp2_error_code) {
-        streams.removeValue(forKey: streamID)
+        forgetStream(streamID)
         guard let session else { return }
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode.rawValue)
+    }
+
+    /// Forgets a stream that closed or was reset; an answer still waiting for it is withdrawn.
+    /// Loop thread.
+    func forgetStream(_ streamID: Int32) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        withdraw(stream.delayedAnswer)
+    }
+
+    private func withdraw(_ delayedAnswer: DelayedAnswer?) {
+        guard let delayedAnswer else { return }
+        loop.cancel(delayedAnswer.timer)
+        delayedAnswer.withdrawn()
+    }
+
+    /// Runs `send` after `nanoseconds` unless stream `streamID` closes first, in which case
+    /// `withdrawn` runs instead (at once when the stream is already gone or has an answer
+    /// waiting). Loop thread.
+    func delayAnswer(streamID: Int32, nanoseconds: UInt64, send: @escaping @Sendable () -> Void,
+                     withdrawn: @escaping @Sendable () -> Void) {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard let index = streams.index(forKey: streamID), streams.values[index].delayedAnswer == nil else {
+            withdrawn()
+            return
+        }
+        let timer = loop.schedule(afterNanoseconds: nanoseconds) { [weak self] in
+            self?.delayedAnswerDue(streamID: streamID)
+        }
+        streams.values[index].delayedAnswer = DelayedAnswer(timer: timer, send: send, withdrawn: withdrawn)
+    }
+
+    private func delayedAnswerDue(streamID: Int32) {
+        guard let index = streams.index(forKey: streamID),
+              let delayedAnswer = streams.values[index].delayedAnswer else { return }
+        streams.values[index].delayedAnswer = nil
+        delayedAnswer.send()
     }
 
     /// A request stream began (its HEADERS arrived). Loop thread.
@@ -292,7 +339,9 @@ extension HTTP2ServerConnection: TLSConnectionOwner {
             self.session = nil
             nghttp2_session_del(session)
         }
+        let closedStreams = streams
         streams = [:]
+        for stream in closedStreams.values { withdraw(stream.delayedAnswer) }
         handlerState = nil
         handler = nil
         observer = nil

@@ -67,6 +67,24 @@ public struct HTTP2Responder: Sendable {
     }
 }
 
+extension HTTP2Responder {
+    /// Runs `send` on the stream's loop after `delay`, unless the stream closes first (the
+    /// client resets it, or the connection goes): then `withdrawn` runs instead and nothing of
+    /// the answer is kept. Any thread.
+    public func respond(after delay: Duration, _ send: @escaping @Sendable () -> Void,
+                        ifStreamCloses withdrawn: @escaping @Sendable () -> Void) {
+        let connection = self.connection, streamID = self.streamID
+        let nanoseconds = delay.loopNanoseconds
+        if connection.loop.inEventLoop {
+            connection.delayAnswer(streamID: streamID, nanoseconds: nanoseconds, send: send, withdrawn: withdrawn)
+        } else {
+            connection.loop.execute {
+                connection.delayAnswer(streamID: streamID, nanoseconds: nanoseconds, send: send, withdrawn: withdrawn)
+            }
+        }
+    }
+}
+
 /// Connection-level events an ``HTTP2ServerHandler`` may also want (counting, fault injection).
 /// A handler that conforms is told on the connection's loop thread.
 protocol HTTP2ServerObserver: AnyObject {

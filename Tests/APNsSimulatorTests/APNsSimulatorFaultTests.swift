@@ -25,6 +25,36 @@ struct APNsSimulatorFaultTests {
         await client.stop()
     }
 
+    @Test func answersWaitingForStreamsTheClientResetOrClosedAreWithdrawn() async throws {
+        let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(latency: .seconds(60)))
+        defer { fixture.stop() }
+        let authorization = try fixture.authorization()
+
+        // The client's stream timeout resets every stream long before the delay passes.
+        let impatient = try fixture.client(streamTimeout: .milliseconds(300))
+        #expect(await impatient.connect())
+        let reset = await impatient.exchange(Array(repeating: fixture.request(authorization: authorization), count: 20))
+        #expect(reset.map(\.failure) == Array(repeating: .timeout, count: 20))
+        #expect(await eventually {
+            let statistics = fixture.simulator.statistics
+            return statistics.answersWithdrawn == 20 && statistics.answersWaiting == 0
+        }, "\(fixture.simulator.statistics)")
+
+        // A connection that closes with answers waiting leaves none behind either.
+        let patient = try fixture.client()
+        #expect(await patient.connect())
+        let sent = await patient.send(Array(repeating: fixture.request(authorization: authorization), count: 5))
+        #expect(sent.count == 5)
+        #expect(await eventually { fixture.simulator.statistics.answersWaiting == 5 })
+        await patient.stop()
+        #expect(await eventually {
+            let statistics = fixture.simulator.statistics
+            return statistics.answersWithdrawn == 25 && statistics.answersWaiting == 0
+        }, "\(fixture.simulator.statistics)")
+        #expect(fixture.simulator.statistics.answers == 0)
+        await impatient.stop()
+    }
+
     @Test func goAwayAfterEveryNStreamsAnswersThoseAndRefusesTheRest() async throws {
         let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(latency: .milliseconds(50), goAwayEveryStreams: 3))
         defer { fixture.stop() }
