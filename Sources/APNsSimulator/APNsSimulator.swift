@@ -60,6 +60,7 @@ public final class APNsSimulator: Sendable {
             do {
                 let server = try HTTP2Server(host: configuration.host, port: configuration.port, tls: tls, group: group,
                                              maxConcurrentStreams: configuration.maxConcurrentStreams,
+                                             maxConnections: configuration.maxConnections ?? HTTP2Server.defaultMaxConnections,
                                              requestBodyLimit: .truncate(after: Self.keptBodyBytes), handler: handler)
                 server.setInitialMaxConcurrentStreams(handler.currentFaults.initialMaxConcurrentStreams)
                 running = Running(group: group, server: server)

@@ -41,6 +41,10 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var unregisteredTokens: [String: Int64]
     /// SETTINGS_MAX_CONCURRENT_STREAMS the simulator announces.
     public var maxConcurrentStreams: Int
+    /// The most connections open at once; nil: as many as the process's descriptor limit
+    /// leaves room for (``HTTP2Server/defaultMaxConnections``). At the limit a new connection
+    /// takes the place of the one idle longest, or is refused when none is idle.
+    public var maxConnections: Int?
     /// Event loop threads serving connections.
     public var threads: Int
     /// Send `apns-unique-id` on 200 answers, as Apple's sandbox does.
@@ -58,6 +62,7 @@ public struct APNsSimulatorConfiguration: Sendable {
         authKeys: [AuthKey] = [],
         unregisteredTokens: [String: Int64] = [:],
         maxConcurrentStreams: Int = 1000,
+        maxConnections: Int? = nil,
         threads: Int = 1,
         sendsUniqueID: Bool = false,
         faults: APNsSimulatorFaults = APNsSimulatorFaults()
@@ -70,6 +75,7 @@ public struct APNsSimulatorConfiguration: Sendable {
         self.authKeys = authKeys
         self.unregisteredTokens = unregisteredTokens
         self.maxConcurrentStreams = maxConcurrentStreams
+        self.maxConnections = maxConnections
         self.threads = threads
         self.sendsUniqueID = sendsUniqueID
         self.faults = faults

@@ -154,4 +154,12 @@ final class APNsSimulatorHandler: HTTP2ServerHandler, HTTP2ServerObserver, @unch
     func serverConnectionDidReceiveSettingsAcknowledgement(_ connection: HTTP2ServerConnection) {
         statistics.withLock { $0.settingsAcknowledgementsReceived += 1 }
     }
+
+    func serverDidEvictIdleConnection() {
+        statistics.withLock { $0.connectionsEvicted += 1 }
+    }
+
+    func serverDidRefuseConnection() {
+        statistics.withLock { $0.connectionsRefused += 1 }
+    }
 }

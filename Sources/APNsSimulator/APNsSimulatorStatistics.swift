@@ -2,6 +2,11 @@
 public struct APNsSimulatorStatistics: Sendable, Equatable {
     /// TLS + HTTP/2 connections that completed their handshake.
     public var connectionsAccepted = 0
+    /// Connections closed (GOAWAY) to make room for a new one at the connection limit: the
+    /// ones without open streams for the longest time.
+    public var connectionsEvicted = 0
+    /// New connections closed at once at the connection limit, every open one having streams open.
+    public var connectionsRefused = 0
     /// Complete requests received (every stream that reached the rules or a fault).
     public var requestsReceived = 0
     /// Answers sent, by `:status`.

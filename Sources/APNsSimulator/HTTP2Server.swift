@@ -24,6 +24,23 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     /// The time a new connection has for its TLS handshake and HTTP/2 preface by default.
     public static let defaultPrefaceTimeout: Duration = .seconds(10)
 
+    /// Descriptors the default connection limit leaves to everything else (files, the loops'
+    /// own descriptors, the listening socket).
+    static let reservedDescriptors = 256
+
+    /// The connection limit that keeps the process's descriptors from running out: its soft
+    /// `RLIMIT_NOFILE` less ``reservedDescriptors`` (at least 16, at most 1,000,000).
+    public static var defaultMaxConnections: Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else {  // RLIM_INFINITY
+            return 1_000_000
+        }
+        return min(1_000_000, max(16, Int(clamping: limit.rlim_cur) - reservedDescriptors))
+    }
+
+    /// The most connections open at once (see ``init(host:port:tls:group:maxConcurrentStreams:maxConnections:requestBodyLimit:prefaceTimeout:handler:)``).
+    public let maxConnections: Int
+
     /// The bound port (the ephemeral one when created with port 0).
     public let port: Int
     private let tls: TLSServerContext
@@ -36,18 +53,25 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     private let listenFD: Int32
     private let shared: Locked<Shared>
     private let logger = Logger(label: "http2.server")
+    /// Connections refused at the limit so far (the accepting loop only).
+    private var refusedConnections = 0
 
     /// Binds and listens (SO_REUSEADDR) on `host`:`port`; port 0 picks an ephemeral port.
     ///
     /// - Parameters:
     ///   - maxConcurrentStreams: SETTINGS_MAX_CONCURRENT_STREAMS announced to clients.
+    ///   - maxConnections: the most connections open at once. At the limit a new connection
+    ///     takes the place of the one without open streams for the longest time (closed with
+    ///     GOAWAY), or, when every connection has streams open, is closed at once; so idle
+    ///     clients cannot use up the descriptors and lock everyone else out.
     ///   - requestBodyLimit: what happens to a request body longer than the server keeps.
     ///   - prefaceTimeout: how long an accepted connection has to finish its TLS handshake and
     ///     send the HTTP/2 connection preface (its first SETTINGS) before it is closed, so clients
     ///     that connect and send nothing cannot hold sockets forever.
     /// - Throws: ``HTTP2Error`` when the address cannot be resolved or bound.
     public init(host: String, port: Int, tls: TLSServerContext, group: EventLoopGroup,
-                maxConcurrentStreams: Int, requestBodyLimit: HTTP2RequestBodyLimit = .standard,
+                maxConcurrentStreams: Int, maxConnections: Int = HTTP2Server.defaultMaxConnections,
+                requestBodyLimit: HTTP2RequestBodyLimit = .standard,
                 prefaceTimeout: Duration = HTTP2Server.defaultPrefaceTimeout,
                 handler: HTTP2ServerHandler) throws {
         let address = try SocketAddress.resolve(host: host, port: port, passive: true)[0]
@@ -59,6 +83,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         self.handler = handler
         self.requestBodyLimit = requestBodyLimit
         self.prefaceTimeout = prefaceTimeout
+        self.maxConnections = max(1, maxConnections)
         self.observer = handler as? HTTP2ServerObserver
         self.acceptLoop = group.next()
         self.shared = Locked(Shared(maxConcurrentStreams: maxConcurrentStreams))
@@ -155,26 +180,68 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
                 continue
             }
             let loop = group.next()
-            let accepted = shared.withLock { shared -> HTTP2ServerConnection? in
-                guard !shared.closed else { return nil }
+            let admission = shared.withLock { shared -> Admission in
+                guard !shared.closed else { return .serverClosed }
+                var evicted: HTTP2ServerConnection?
+                if shared.connections.count >= maxConnections {
+                    guard let idlest = Self.idleLongest(in: shared.connections.values) else { return .refused }
+                    idlest.evicted.store(true, ordering: .relaxed)
+                    evicted = idlest
+                }
                 let connection = HTTP2ServerConnection(
                     fd: fd, ssl: ssl, loop: loop, server: self, handler: handler, observer: observer,
                     maxConcurrentStreams: shared.maxConcurrentStreams,
                     initialMaxConcurrentStreams: shared.initialMaxConcurrentStreams,
                     requestBodyLimit: requestBodyLimit, prefaceTimeout: prefaceTimeout)
                 shared.connections[ObjectIdentifier(connection)] = connection
-                return connection
+                return .admitted(connection, evicting: evicted)
             }
-            guard let accepted else {
+            let accepted: HTTP2ServerConnection
+            switch admission {
+            case .serverClosed:
                 SSL_free(ssl)
                 Glibc.close(fd)
                 return
+            case .refused:
+                SSL_free(ssl)
+                Glibc.close(fd)
+                refusedConnections += 1
+                observer?.serverDidRefuseConnection()
+                if refusedConnections % 1000 == 1 {
+                    logger.warning("connection refused: every one of the open connections has streams open",
+                                   metadata: ["max_connections": "\(maxConnections)", "refused": "\(refusedConnections)"])
+                }
+                continue
+            case .admitted(let connection, let evicted):
+                accepted = connection
+                if let evicted {
+                    observer?.serverDidEvictIdleConnection()
+                    evicted.loop.execute { evicted.close() }
+                }
             }
             loop.execute { accepted.start() }
         }
     }
 
     package func eventLoopWritable() {}
+
+    /// What becomes of a connection just accepted.
+    private enum Admission {
+        case admitted(HTTP2ServerConnection, evicting: HTTP2ServerConnection?)
+        case refused
+        case serverClosed
+    }
+
+    /// The open connection without open streams for the longest time, not already chosen to make
+    /// room; nil when every connection has streams open.
+    private static func idleLongest(in connections: some Sequence<HTTP2ServerConnection>) -> HTTP2ServerConnection? {
+        var idlest: (connection: HTTP2ServerConnection, since: UInt64)?
+        for connection in connections where !connection.evicted.load(ordering: .relaxed) {
+            let since = connection.idleSince.load(ordering: .relaxed)
+            if since != 0, since < idlest?.since ?? .max { idlest = (connection, since) }
+        }
+        return idlest?.connection
+    }
 
     /// Forgets a closed connection. Its loop thread.
     func connectionDidClose(_ connection: HTTP2ServerConnection) {

@@ -1,5 +1,7 @@
 import HTTP2
 import CNGHTTP2
+import Observability
+import Synchronization
 
 /// The server side of one accepted connection: TLS + an nghttp2 server session.
 ///
@@ -73,6 +75,12 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     private var stoppingIO = false
     /// Whatever the handler keeps with this connection (loop thread only).
     var handlerState: AnyObject?
+    /// When the connection last had no open stream (from its acceptance on), in monotonic
+    /// nanoseconds; 0 while streams are open. Written on the loop, read by the accepting loop
+    /// when the server is at its connection limit and looks for the connection idle longest.
+    let idleSince: Atomic<UInt64>
+    /// Set once the server chose this connection to make room for a new one.
+    let evicted = Atomic<Bool>(false)
     /// The verified client certificate's subject entries (short name, value), read after the
     /// handshake; nil when the client presented none.
     private(set) var clientCertificateSubject: [(name: String, value: String)]?
@@ -84,6 +92,7 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         self.loop = loop
         self.requestBodyLimit = requestBodyLimit
         self.prefaceTimeout = prefaceTimeout
+        self.idleSince = Atomic(Timestamp.monotonicNanoseconds())
         self.handler = handler
         self.observer = observer
         self.server = server
@@ -233,6 +242,7 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     /// Loop thread.
     func forgetStream(_ streamID: Int32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
+        if streams.isEmpty { idleSince.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed) }
         withdraw(stream.delayedAnswer)
     }
 
@@ -267,6 +277,7 @@ final class HTTP2ServerConnection: @unchecked Sendable {
 
     /// A request stream began (its HEADERS arrived). Loop thread.
     func streamOpened() {
+        if streams.count == 1 { idleSince.store(0, ordering: .relaxed) }
         observer?.serverConnection(self, didOpenStreamWithOpenCount: streams.count)
     }
 

@@ -98,4 +98,10 @@ protocol HTTP2ServerObserver: AnyObject {
     func serverConnectionDidReceivePingAcknowledgement(_ connection: HTTP2ServerConnection)
     /// The client acknowledged one of the server's SETTINGS.
     func serverConnectionDidReceiveSettingsAcknowledgement(_ connection: HTTP2ServerConnection)
+    /// At the connection limit, the connection idle longest is being closed to make room for a
+    /// new one (told on the accepting loop's thread).
+    func serverDidEvictIdleConnection()
+    /// At the connection limit with no idle connection, a new connection was closed at once
+    /// (told on the accepting loop's thread).
+    func serverDidRefuseConnection()
 }

@@ -11,8 +11,8 @@ import Dispatch
 enum SimulatorCommand {
     static let help = """
     Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR [--hostname NAME …] | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
-                                 [--unregistered TOKEN[:MILLIS] …] [--max-streams N] [--threads N]
-                                 [--client-ca FILE] [faults…]
+                                 [--unregistered TOKEN[:MILLIS] …] [--max-streams N] [--max-connections N]
+                                 [--threads N] [--client-ca FILE] [faults…]
 
     An HTTP/2 + TLS server that answers like APNs: it verifies provider JWTs (ES256) against the
     trusted public keys and applies Apple's validation rules (BadDeviceToken, MissingTopic,
@@ -27,6 +27,9 @@ enum SimulatorCommand {
       --auth-key K:T:FILE  trust the provider key K of team T whose public key (PEM) is FILE
       --unregistered TOKEN answer 410 Unregistered for TOKEN (timestamp MILLIS, default now)
       --max-streams N      SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
+      --max-connections N  the most connections open at once (default: what the descriptor limit
+                           leaves room for); at the limit a new connection replaces the one idle
+                           longest (GOAWAY), or is closed at once when none is idle
       --threads N          event loop threads (default 1)
 
     """ + "\n" + faultHelp + """
@@ -36,7 +39,8 @@ enum SimulatorCommand {
 
     static func main(_ arguments: [String]) throws -> Int32 {
         let valued: Set<String> = [
-            "listen", "credentials", "hostname", "cert", "key", "auth-key", "unregistered", "max-streams", "threads", "client-ca",
+            "listen", "credentials", "hostname", "cert", "key", "auth-key", "unregistered", "max-streams", "max-connections", "threads",
+            "client-ca",
         ]
         let options = try CommandLineOptions(arguments, accepting: .init(valued: valued.union(faultOptions)))
         if options.flag("help") {
@@ -78,6 +82,9 @@ enum SimulatorCommand {
             configuration.unregisteredTokens[token.lowercased()] = parts.count == 2 ? Int64(parts[1]) ?? now : now
         }
         configuration.maxConcurrentStreams = try options.integer("max-streams", default: 1000, in: 1...100_000)
+        if options.value("max-connections") != nil {
+            configuration.maxConnections = try options.integer("max-connections", default: 0, in: 1...1_000_000)
+        }
         configuration.threads = try options.integer("threads", default: 1, in: 1...64)
         configuration.clientCAFile = options.value("client-ca")
         configuration.faults = faults

@@ -55,6 +55,41 @@ struct APNsSimulatorFaultTests {
         await impatient.stop()
     }
 
+    @Test func atTheConnectionLimitTheConnectionIdleLongestMakesRoomOrTheNewOneIsRefused() async throws {
+        let fixture = try SimulatorFixture(maxConnections: 3)
+        defer { fixture.stop() }
+        let authorization = try fixture.authorization()
+        var clients: [SimulatorClient] = []
+        for _ in 0..<3 {
+            let client = try fixture.client()
+            #expect(await client.connect())
+            clients.append(client)
+        }
+
+        // A fourth connection takes the place of the first, idle longest.
+        let fourth = try fixture.client()
+        #expect(await fourth.connect())
+        #expect(await eventually { clients[0].closeReason != nil })
+        #expect(clients[1].closeReason == nil && clients[2].closeReason == nil)
+        #expect(fixture.simulator.statistics.connectionsEvicted == 1)
+        #expect(await eventually { fixture.simulator.openConnections == 3 })
+
+        // With a stream open on every connection, a new one is refused and the others stay.
+        try fixture.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        let busy = [clients[1], clients[2], fourth]
+        for client in busy { #expect(await client.send([fixture.request(authorization: authorization)]).count == 1) }
+        #expect(await eventually { fixture.simulator.statistics.streamsStalled == 3 })
+        let refused = try fixture.client()
+        #expect(await refused.connect() == false)
+        #expect(fixture.simulator.statistics.connectionsRefused == 1)
+        #expect(busy.allSatisfy { $0.closeReason == nil })
+
+        try fixture.simulator.setFaults(APNsSimulatorFaults())
+        let answered = await fourth.exchange([fixture.request(authorization: authorization)])
+        #expect(answered.first?.statusAndReason?.status == 200)
+        for client in busy + [clients[0], refused] { await client.stop() }
+    }
+
     @Test func goAwayAfterEveryNStreamsAnswersThoseAndRefusesTheRest() async throws {
         let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(latency: .milliseconds(50), goAwayEveryStreams: 3))
         defer { fixture.stop() }

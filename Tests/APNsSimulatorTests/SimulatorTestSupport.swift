@@ -19,13 +19,14 @@ final class SimulatorFixture: @unchecked Sendable {
     /// The client certificate files (certificate auth), when made.
     let clientCertificate: CertificateFiles?
 
-    init(faults: APNsSimulatorFaults = APNsSimulatorFaults(), maxConcurrentStreams: Int = 100,
+    init(faults: APNsSimulatorFaults = APNsSimulatorFaults(), maxConcurrentStreams: Int = 100, maxConnections: Int? = nil,
          clientCertificateCommonName: String? = nil, answerOverride: APNsSimulator.AnswerOverride? = nil) throws {
         scratch = try ScratchDirectory()
         credentials = try TestCredentials.generate(in: scratch.path)
         var configuration = credentials.simulatorConfiguration()
         configuration.faults = faults
         configuration.maxConcurrentStreams = maxConcurrentStreams
+        configuration.maxConnections = maxConnections
         if let clientCertificateCommonName {
             let authority = try CertificateAuthority(commonName: "client CA")
             let files = try authority.writeFiles(to: scratch.path + "/clients", clientCommonName: clientCertificateCommonName)

@@ -30,8 +30,10 @@ struct SimulatorProcessTests {
     @Test func faultFlagsAreAcceptedAndTheSimulatorStillDelivers() throws {
         let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // Every fault flag, each set so that one notification still goes through.
+        // Every fault flag, each set so that one notification still goes through, and a
+        // connection limit.
         let (simulator, port) = try Self.startSimulator(directory: directory, [
+            "--max-connections", "2",
             "--latency", "20ms", "--goaway-every", "1000", "--drop-every", "1000", "--fail", "429:0,503:0",
             "--stall", "0", "--half-open-after", "1000", "--jwt-max-age", "30m", "--initial-streams", "1",
             "--token-update-interval", "20m",
@@ -50,7 +52,7 @@ struct SimulatorProcessTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         for (flags, message) in [(["--fail", "404:0.1"], "404"), (["--fail", "429"], "--fail"),
                                  (["--latency", "20"], "--latency"), (["--stall", "2"], "stall"),
-                                 (["--goaway-every", "0"], "goaway-every"),
+                                 (["--goaway-every", "0"], "goaway-every"), (["--max-connections", "0"], "--max-connections"),
                                  (["--hostile", "teapot"], "--hostile"), (["--hostile", "ping-flood:0"], "count")] {
             let result = try BridgeBinary.run(["simulator", "--listen", "127.0.0.1:0", "--credentials", directory] + flags)
             #expect(result.status == 2, "\(flags)")
