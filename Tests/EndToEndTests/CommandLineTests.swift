@@ -239,6 +239,11 @@ struct CommandLineTests {
             #expect(refused.error.contains("--payload is not one JSON value: \(expected)"), "\(refused.error)")
             #expect(!refused.output.contains("INJECTED"))
         }
+        // Bytes that are not UTF-8 are refused as given, never replaced on the way in.
+        let shell = try BridgeBinary.runThroughShell(#""$0" send --config "$1" --token "$2" --payload "$(printf '{"aps":{"alert":"\377"}}')""#,
+                                             [BridgeBinary.url.path, configFile.path, token])
+        #expect(shell.status == 2, "\(shell.error)")
+        #expect(shell.error.contains("argument 7 is not valid UTF-8"), "\(shell.error)")
     }
 
     /// When `--timeout` passes before APNs answers, `send` says so, exits 1, and reports the
@@ -345,6 +350,22 @@ enum BridgeBinary {
     static func count(_ text: String, in path: String) -> Int {
         guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else { return 0 }
         return contents.split(separator: "\n").count { $0.contains(text) }
+    }
+
+    /// Runs `script` with `sh -c`, `arguments` as `$0`, `$1`, …: for arguments a `String` cannot
+    /// carry (bytes that are not UTF-8), made by the shell.
+    static func runThroughShell(_ script: String, _ arguments: [String]) throws -> (status: Int32, error: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script] + arguments
+        let error = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = error
+        try process.run()
+        killAtDeadline(process, after: runDeadline)
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: errorData, as: UTF8.self))
     }
 
     /// How long `run` lets a command take before it is killed: a command that hangs fails its
