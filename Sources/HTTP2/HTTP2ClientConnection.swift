@@ -92,7 +92,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var dataBytesRefilled = 0
     var dataBytesKept = 0
     var initialWindowRaiseSent = false
-    private var connection: TLSConnection?
+    /// The TLS connection while one is open or being set up (tests read its state on the loop).
+    private(set) var connection: TLSConnection?
     /// The wait for the host's name lookup while it runs (withdrawn if the connection ends first).
     private var pendingResolution: HostResolver.Waiter?
     private var addresses: [SocketAddress] = []

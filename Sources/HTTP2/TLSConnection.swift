@@ -57,6 +57,8 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     private var readWantsWrite = false
     private var writeWantsRead = false
     private var readPaused = false
+    /// How many times reading paused for backpressure (loop thread; tests read it).
+    private(set) var readPauses = 0
     private var interest: IOInterest = []
     private var ioSuspended = false
 
@@ -247,6 +249,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
             if pendingOutputCount >= Self.outputHighWater {
                 // Backpressure: the peer does not read our output; stop reading its input.
                 readPaused = true
+                readPauses += 1
                 break
             }
             ERR_clear_error()
