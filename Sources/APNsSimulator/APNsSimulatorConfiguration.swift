@@ -43,7 +43,8 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var maxConcurrentStreams: Int
     /// The most connections open at once; nil: as many as the process's descriptor limit
     /// leaves room for (``HTTP2Server/defaultMaxConnections``). At the limit a new connection
-    /// takes the place of the one idle longest, or is refused when none is idle.
+    /// takes the place of the one idle longest (no request being answered), or is refused when
+    /// none is idle.
     public var maxConnections: Int?
     /// Event loop threads serving connections.
     public var threads: Int

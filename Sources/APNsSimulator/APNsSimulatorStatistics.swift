@@ -3,9 +3,10 @@ public struct APNsSimulatorStatistics: Sendable, Equatable {
     /// TLS + HTTP/2 connections that completed their handshake.
     public var connectionsAccepted = 0
     /// Connections closed (GOAWAY) to make room for a new one at the connection limit: the
-    /// ones without open streams for the longest time.
+    /// ones without a request being answered for the longest time.
     public var connectionsEvicted = 0
-    /// New connections closed at once at the connection limit, every open one having streams open.
+    /// New connections closed at once at the connection limit, a request being answered on
+    /// every open one.
     public var connectionsRefused = 0
     /// Complete requests received (every stream that reached the rules or a fault).
     public var requestsReceived = 0

@@ -60,10 +60,11 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - maxConcurrentStreams: SETTINGS_MAX_CONCURRENT_STREAMS announced to clients.
-    ///   - maxConnections: the most connections open at once. At the limit a new connection
-    ///     takes the place of the one without open streams for the longest time (closed with
-    ///     GOAWAY), or, when every connection has streams open, is closed at once; so idle
-    ///     clients cannot use up the descriptors and lock everyone else out.
+    ///   - maxConnections: the most connections open at once (at least 1). At the limit a new
+    ///     connection takes the place of the one without a request being answered for the
+    ///     longest time (closed with GOAWAY), or, when a request is being answered on every
+    ///     connection, is closed at once; so idle clients, or clients that only start requests,
+    ///     cannot use up the descriptors and lock everyone else out.
     ///   - requestBodyLimit: what happens to a request body longer than the server keeps.
     ///   - prefaceTimeout: how long an accepted connection has to finish its TLS handshake and
     ///     send the HTTP/2 connection preface (its first SETTINGS) before it is closed, so clients
@@ -203,12 +204,12 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
                 Glibc.close(fd)
                 return
             case .refused:
+                refusedConnections += 1
+                observer?.serverDidRefuseConnection()   // counted before the client can see the close
                 SSL_free(ssl)
                 Glibc.close(fd)
-                refusedConnections += 1
-                observer?.serverDidRefuseConnection()
                 if refusedConnections % 1000 == 1 {
-                    logger.warning("connection refused: every one of the open connections has streams open",
+                    logger.warning("connection refused: a request is being answered on every open connection",
                                    metadata: ["max_connections": "\(maxConnections)", "refused": "\(refusedConnections)"])
                 }
                 continue
@@ -216,7 +217,7 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
                 accepted = connection
                 if let evicted {
                     observer?.serverDidEvictIdleConnection()
-                    evicted.loop.execute { evicted.close() }
+                    evicted.loop.execute { evicted.closeToMakeRoom() }
                 }
             }
             loop.execute { accepted.start() }
@@ -232,8 +233,8 @@ public final class HTTP2Server: EventLoopIOHandler, @unchecked Sendable {
         case serverClosed
     }
 
-    /// The open connection without open streams for the longest time, not already chosen to make
-    /// room; nil when every connection has streams open.
+    /// The open connection without a request being answered for the longest time, not already
+    /// chosen to make room; nil when a request is being answered on every connection.
     private static func idleLongest(in connections: some Sequence<HTTP2ServerConnection>) -> HTTP2ServerConnection? {
         var idlest: (connection: HTTP2ServerConnection, since: UInt64)?
         for connection in connections where !connection.evicted.load(ordering: .relaxed) {

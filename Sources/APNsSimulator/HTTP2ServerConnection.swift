@@ -75,12 +75,16 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     private var stoppingIO = false
     /// Whatever the handler keeps with this connection (loop thread only).
     var handlerState: AnyObject?
-    /// When the connection last had no open stream (from its acceptance on), in monotonic
-    /// nanoseconds; 0 while streams are open. Written on the loop, read by the accepting loop
+    /// When the connection last had no request being answered (from its acceptance on), in
+    /// monotonic nanoseconds; 0 while one is. Written on the loop, read by the accepting loop
     /// when the server is at its connection limit and looks for the connection idle longest.
+    /// A stream whose request is not complete yet does not count: a client that only starts
+    /// requests cannot keep its connection from being chosen.
     let idleSince: Atomic<UInt64>
     /// Set once the server chose this connection to make room for a new one.
     let evicted = Atomic<Bool>(false)
+    /// Open streams whose complete request went to the handler (loop thread only).
+    private var streamsBeingAnswered = 0
     /// The verified client certificate's subject entries (short name, value), read after the
     /// handshake; nil when the client presented none.
     private(set) var clientCertificateSubject: [(name: String, value: String)]?
@@ -160,6 +164,18 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         goAwayLastStreamID = lastStreamID
         _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
         connection.scheduleFlush()
+    }
+
+    /// Closes the connection to make room for a new one (the server chose it as idle longest):
+    /// with GOAWAY at once, or, when a request arrived since it was chosen, with a GOAWAY that
+    /// lets the requests received so far be answered first. Loop thread.
+    func closeToMakeRoom() {
+        precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
+        guard let session, streamsBeingAnswered > 0 else {
+            close()
+            return
+        }
+        goAwayWhenDrained(lastStreamID: nghttp2_session_get_last_proc_stream_id(session))
     }
 
     /// Closes the socket at once, without GOAWAY: open streams are lost. Loop thread.
@@ -242,7 +258,10 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     /// Loop thread.
     func forgetStream(_ streamID: Int32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        if streams.isEmpty { idleSince.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed) }
+        if stream.dispatched {
+            streamsBeingAnswered -= 1
+            if streamsBeingAnswered == 0 { idleSince.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed) }
+        }
         withdraw(stream.delayedAnswer)
     }
 
@@ -277,7 +296,6 @@ final class HTTP2ServerConnection: @unchecked Sendable {
 
     /// A request stream began (its HEADERS arrived). Loop thread.
     func streamOpened() {
-        if streams.count == 1 { idleSince.store(0, ordering: .relaxed) }
         observer?.serverConnection(self, didOpenStreamWithOpenCount: streams.count)
     }
 
@@ -319,6 +337,8 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         guard let index = streams.index(forKey: streamID), !streams.values[index].dispatched else { return }
         if let goAwayLastStreamID, streamID > goAwayLastStreamID { return }
         streams.values[index].dispatched = true
+        streamsBeingAnswered += 1
+        if streamsBeingAnswered == 1 { idleSince.store(0, ordering: .relaxed) }
         let stream = streams.values[index]
         let request = HTTP2ServerRequest(method: stream.method, path: stream.path, authority: stream.authority,
                                          headers: stream.headers, body: stream.body, bodyLength: stream.bodyLength)

@@ -67,7 +67,7 @@ package struct SocketAddress: Sendable {
     }
 
     /// Starts a non-blocking connect. Returns the socket; completion shows as writability.
-    func startConnect() throws -> Int32 {
+    package func startConnect() throws -> Int32 {
         let fd = try makeSocket()
         Self.enableKeepAlive(fd)
         var storage = self.storage

@@ -29,7 +29,8 @@ enum SimulatorCommand {
       --max-streams N      SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
       --max-connections N  the most connections open at once (default: what the descriptor limit
                            leaves room for); at the limit a new connection replaces the one idle
-                           longest (GOAWAY), or is closed at once when none is idle
+                           longest (no request being answered; GOAWAY), or is closed at once when
+                           none is idle
       --threads N          event loop threads (default 1)
 
     """ + "\n" + faultHelp + """

@@ -9,7 +9,7 @@ import Observability
 // not UTF-8 (in a payload, a path) without a word, so such an argument is a usage error instead.
 var arguments: [String] = []
 var unreadable: Int?
-for index in 1..<Int(CommandLine.argc) {
+for index in 1..<max(1, Int(CommandLine.argc)) {   // argc may be 0 (an empty argv)
     // invariant: argv holds argc non-null entries.
     guard let argument = String(validatingCString: CommandLine.unsafeArgv[index]!) else {
         unreadable = unreadable ?? index

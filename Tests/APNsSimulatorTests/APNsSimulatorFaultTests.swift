@@ -1,4 +1,5 @@
 import APNs
+import COpenSSL
 import HTTP2
 import Observability
 import Testing
@@ -30,8 +31,9 @@ struct APNsSimulatorFaultTests {
         defer { fixture.stop() }
         let authorization = try fixture.authorization()
 
-        // The client's stream timeout resets every stream long before the delay passes.
-        let impatient = try fixture.client(streamTimeout: .milliseconds(300))
+        // The client's stream timeout resets every stream long before the delay passes (and
+        // after the simulator has every request in hand).
+        let impatient = try fixture.client(streamTimeout: .seconds(2))
         #expect(await impatient.connect())
         let reset = await impatient.exchange(Array(repeating: fixture.request(authorization: authorization), count: 20))
         #expect(reset.map(\.failure) == Array(repeating: .timeout, count: 20))
@@ -61,22 +63,26 @@ struct APNsSimulatorFaultTests {
         let authorization = try fixture.authorization()
         var clients: [SimulatorClient] = []
         for _ in 0..<3 {
-            let client = try fixture.client()
+            // Stalled streams below stay open for the test's length unless a client resets them.
+            let client = try fixture.client(streamTimeout: .seconds(120))
             #expect(await client.connect())
             clients.append(client)
         }
+        // The first connection answers a request: the second is now the one idle longest.
+        #expect(await clients[0].exchange([fixture.request(authorization: authorization)]).first?.statusAndReason?.status == 200)
 
-        // A fourth connection takes the place of the first, idle longest.
-        let fourth = try fixture.client()
+        // A fourth connection takes the place of the one idle longest, not of the oldest.
+        let fourth = try fixture.client(streamTimeout: .seconds(4))
         #expect(await fourth.connect())
-        #expect(await eventually { clients[0].closeReason != nil })
-        #expect(clients[1].closeReason == nil && clients[2].closeReason == nil)
+        #expect(await eventually { clients[1].closeReason != nil })
+        #expect(clients[0].closeReason == nil && clients[2].closeReason == nil)
         #expect(fixture.simulator.statistics.connectionsEvicted == 1)
         #expect(await eventually { fixture.simulator.openConnections == 3 })
 
-        // With a stream open on every connection, a new one is refused and the others stay.
+        // With a request being answered on every connection, a new one is refused and the
+        // others stay.
         try fixture.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
-        let busy = [clients[1], clients[2], fourth]
+        let busy = [clients[0], clients[2], fourth]
         for client in busy { #expect(await client.send([fixture.request(authorization: authorization)]).count == 1) }
         #expect(await eventually { fixture.simulator.statistics.streamsStalled == 3 })
         let refused = try fixture.client()
@@ -84,10 +90,46 @@ struct APNsSimulatorFaultTests {
         #expect(fixture.simulator.statistics.connectionsRefused == 1)
         #expect(busy.allSatisfy { $0.closeReason == nil })
 
+        // Once the fourth client's stream times out (it resets it), its connection is idle again
+        // and makes room for the next.
+        #expect(await eventually { fourth.record.withLock { $0.results.count == 1 } })
+        let fifth = try fixture.client()
+        #expect(await fifth.connect())
+        #expect(await eventually { fourth.closeReason != nil })
+        #expect(clients[0].closeReason == nil && clients[2].closeReason == nil)
+        #expect(fixture.simulator.statistics.connectionsEvicted == 2)
+
         try fixture.simulator.setFaults(APNsSimulatorFaults())
-        let answered = await fourth.exchange([fixture.request(authorization: authorization)])
+        let answered = await fifth.exchange([fixture.request(authorization: authorization)])
         #expect(answered.first?.statusAndReason?.status == 200)
-        for client in busy + [clients[0], refused] { await client.stop() }
+        for client in clients + [fourth, refused, fifth] { await client.stop() }
+    }
+
+    /// A client that starts a request and never finishes it holds no connection against the
+    /// limit: only requests being answered keep a connection from being chosen.
+    @Test func aConnectionWithOnlyAnUnfinishedRequestCountsAsIdle() async throws {
+        let fixture = try SimulatorFixture(maxConnections: 1)
+        defer { fixture.stop() }
+        let port = fixture.simulator.port, caFile = fixture.credentials.caFile
+        let closedByServer = Locked<Bool?>(nil)
+        try ThreadStarter.start(name: "unfinished-request", detached: true) {
+            let closed = try? withRawTLSClient(port: port, caFile: caFile) { ssl -> Bool in
+                let bytes = unfinishedHTTP2Request(authority: "127.0.0.1")
+                guard SSL_write(ssl, bytes, Int32(bytes.count)) == Int32(bytes.count) else { return false }
+                return readUntilTheServerCloses(ssl)
+            }
+            closedByServer.withLock { $0 = closed ?? false }
+        }
+        #expect(await eventually { fixture.simulator.statistics.peakOpenStreams == 1 })
+
+        let client = try fixture.client()
+        #expect(await client.connect())
+        #expect(await eventually { closedByServer.withLock { $0 } != nil })
+        #expect(closedByServer.withLock { $0 } == true)
+        #expect(fixture.simulator.statistics.connectionsEvicted == 1)
+        let answered = await client.exchange([fixture.request(authorization: try fixture.authorization())])
+        #expect(answered.first?.statusAndReason?.status == 200)
+        await client.stop()
     }
 
     @Test func goAwayAfterEveryNStreamsAnswersThoseAndRefusesTheRest() async throws {

@@ -96,14 +96,7 @@ final class RawTLSServer: @unchecked Sendable {
 func rawTLSClientSendsGarbage(port: Int, credentials: TestCredentials, payload: [UInt8]) throws -> Bool {
     try withRawTLSClient(port: port, credentials: credentials) { ssl in
         _ = SSL_write(ssl, payload, Int32(payload.count))
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = SSL_read(ssl, &buffer, Int32(buffer.count))
-            if count > 0 { continue }
-            let error = SSL_get_error(ssl, count)
-            // EOF or close_notify or reset: the server hung up. A timeout (EAGAIN) means it did not.
-            return !(error == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK))
-        }
+        return readUntilTheServerCloses(ssl)
     }
 }
 
@@ -122,29 +115,8 @@ func rawTLSClientAsksForRenegotiation(port: Int, credentials: TestCredentials) t
     }
 }
 
-/// Connects a blocking TLS client (ALPN h2, verifying the test CA, at most `maxVersion` when
-/// given) to 127.0.0.1:`port`, completes the handshake and runs `body` on the connection
-/// (reads time out after 5 s).
+/// ``withRawTLSClient(port:caFile:maxVersion:_:)`` trusting the test CA.
 private func withRawTLSClient<T>(port: Int, credentials: TestCredentials, maxVersion: Int32? = nil,
                                  _ body: (OpaquePointer) throws -> T) throws -> T {
-    guard let context = SSL_CTX_new(TLS_client_method()) else { throw HTTP2Error(.tlsConfiguration, "SSL_CTX_new") }
-    defer { SSL_CTX_free(context) }
-    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-    _ = SSL_CTX_load_verify_locations(context, credentials.files.caCertificatePath, nil)
-    if let maxVersion { _ = apns_ssl_ctx_set_max_proto_version(context, maxVersion) }
-    let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
-    _ = SSL_CTX_set_alpn_protos(context, alpn, UInt32(alpn.count))
-    let address = try SocketAddress.resolve(host: "127.0.0.1", port: port)[0]
-    let fd = try address.startConnect()
-    defer { close(fd) }
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK)
-    var pollDescriptor = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-    _ = poll(&pollDescriptor, 1, 5000)
-    var timeout = timeval(tv_sec: 5, tv_usec: 0)
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    guard let ssl = SSL_new(context) else { throw HTTP2Error(.tlsConfiguration, "SSL_new") }
-    defer { SSL_free(ssl) }
-    SSL_set_fd(ssl, fd)
-    guard SSL_connect(ssl) == 1 else { throw HTTP2Error(.tlsHandshake, "raw client handshake failed") }
-    return try body(ssl)
+    try withRawTLSClient(port: port, caFile: credentials.files.caCertificatePath, maxVersion: maxVersion, body)
 }
