@@ -101,29 +101,29 @@ final class PausableTCPProxy: @unchecked Sendable {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         SocketAddress.setNoDelay(fd)
-        let client = ProxyEndpoint(proxy: self, fd: fd)
-        do {
-            try loop.register(fd: fd, interest: [], handler: client)
-        } catch {
-            Glibc.close(fd)
+        guard let client = endpoint(watching: fd) else { return }
+        self.client = client
+        guard let serverFD = try? SocketAddress.resolve(host: "127.0.0.1", port: serverPort)[0].startConnect(),
+              let server = endpoint(watching: serverFD) else {
+            closeConnections()
             return
         }
-        self.client = client
+        SocketAddress.setNoDelay(serverFD)
+        self.server = server
+        updateInterests()
+    }
+
+    /// An endpoint for the socket `fd`, registered with the loop (nothing watched yet); nil, and
+    /// the socket closed, when the loop cannot take it.
+    private func endpoint(watching fd: Int32) -> ProxyEndpoint? {
+        let endpoint = ProxyEndpoint(proxy: self, fd: fd)
         do {
-            let serverFD = try SocketAddress.resolve(host: "127.0.0.1", port: serverPort)[0].startConnect()
-            SocketAddress.setNoDelay(serverFD)
-            let server = ProxyEndpoint(proxy: self, fd: serverFD)
-            do {
-                try loop.register(fd: serverFD, interest: [], handler: server)
-            } catch {
-                Glibc.close(serverFD)
-                throw error
-            }
-            self.server = server
-            updateInterests()
+            try loop.register(fd: fd, interest: [], handler: endpoint)
         } catch {
-            closeConnections()
+            Glibc.close(fd)
+            return nil
         }
+        return endpoint
     }
 
     fileprivate func readable(_ endpoint: ProxyEndpoint) {
