@@ -11,6 +11,13 @@ public struct BenchmarkReport: Sendable {
         public var cpuSeconds = 0.0
         /// The same time by thread name, largest first.
         public var threadCPU: [(name: String, seconds: Double)] = []
+
+        /// What an instance did: `threadCPU` by thread name, largest first.
+        public init(notifications: Int = 0, cpuSeconds: Double = 0, threadCPU: [(name: String, seconds: Double)] = []) {
+            self.notifications = notifications
+            self.cpuSeconds = cpuSeconds
+            self.threadCPU = threadCPU
+        }
     }
 
     /// How one `apns-bridge run` instance ended.
@@ -21,6 +28,13 @@ public struct BenchmarkReport: Sendable {
         public var maxResidentMegabytes = 0.0
         /// Its CPU seconds over its whole life (start, warm-up, every run, stop), from `wait4`.
         public var lifetimeCPUSeconds = 0.0
+
+        /// How an instance ended (exit code -1: not stopped yet).
+        public init(exitCode: Int32 = -1, maxResidentMegabytes: Double = 0, lifetimeCPUSeconds: Double = 0) {
+            self.exitCode = exitCode
+            self.maxResidentMegabytes = maxResidentMegabytes
+            self.lifetimeCPUSeconds = lifetimeCPUSeconds
+        }
     }
 
     /// One peak round: h2load's reference run, then the bridge's peak run right after it on the

@@ -15,6 +15,8 @@ enum BenchCommand {
                              [--exactly-once] [--skip-h2load] [--rounds H] [--skip-paced]
                              [--consumer-property K=V …] [--wrapper 'COMMAND …'] [--json]
                              [--log-level LEVEL]
+           apns-bridge bench --targets [--requests N] [--rounds H] [--wrapper 'COMMAND …'] [--json]
+                             [--log-level LEVEL]
            apns-bridge bench --memory [--requests N] [--tokens-per-request K] [--single-token-requests S]
                              [--max-in-flight M] [--outage-seconds T]
 
@@ -63,6 +65,15 @@ enum BenchCommand {
       --json                   only the JSON line on standard output (progress and summary on standard error)
       --log-level LEVEL        the instances' log level: trace, debug, info, warning (default) or error
 
+    With --targets it makes the seven runs that measure the performance targets of
+    docs/BENCHMARKS.md, one after the other (each as `bench` with the options shown): single token;
+    --tokens-per-request 5 with a fifth of the requests; --skip-h2load --skip-paced with
+    --max-in-flight 5000 and 100000, with --simulator-latency 50 --simulator-streams 500
+    --connections 2, and as it is and with --exactly-once. It prints each run's summary, then
+    every target as met, NOT MET or not measured (a run that did not complete measures nothing)
+    with its figure; with --json one line holds the verdicts and every run's JSON. Exit 0 when
+    every run completed, whether or not the targets were met; 1 otherwise.
+
     With --memory it measures the resident memory of a real `apns-bridge run` child process
     instead (docs/BENCHMARKS.md): a backlog of N requests of K tokens (default 200 × 5,000) plus
     S single-token requests (default 50,000) waits while APNs is unreachable for T seconds
@@ -80,7 +91,7 @@ enum BenchCommand {
             valued: ["requests", "tokens-per-request", "partitions", "connections", "max-in-flight",
                      "simulator-threads", "log-level", "single-token-requests", "outage-seconds", "instances", "rate", "consumer-property", "wrapper",
                      "simulator-latency", "simulator-streams", "rounds"],
-            flags: ["help", "skip-h2load", "memory", "exactly-once", "skip-paced", "json"]
+            flags: ["help", "skip-h2load", "memory", "targets", "exactly-once", "skip-paced", "json"]
         ))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
@@ -89,10 +100,10 @@ enum BenchCommand {
         if options.flag("memory") {
             return try memory(options)
         }
-        let levelName = options.value("log-level") ?? "warning"
-        guard Logger.Level(name: levelName) != nil else {
-            throw CommandLineOptions.UsageError(description: "--log-level must be trace, debug, info, warning or error")
+        if options.flag("targets") {
+            return try targets(options)
         }
+        let levelName = try logLevel(options)
         var pacedRate: Double?
         if let text = options.value("rate") {
             guard let rate = Double(text), rate >= 1, rate <= 10_000_000 else {
@@ -121,7 +132,7 @@ enum BenchCommand {
         settings.simulatorLatencyMilliseconds = try options.integer("simulator-latency", default: 0, in: 0...10_000)
         settings.simulatorStreams = try options.integer("simulator-streams", default: 1000, in: 1...100_000)
         settings.rounds = try options.integer("rounds", default: 3, in: 1...9)
-        settings.wrapper = (options.value("wrapper") ?? "").split(separator: " ").map(String.init)
+        settings.wrapper = wrapper(options)
         for property in options.values("consumer-property") {
             let parts = property.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
@@ -135,6 +146,33 @@ enum BenchCommand {
         let textOutput: Int32 = options.flag("json") ? 2 : 1
 
         let workload = BenchmarkWorkload(requests: settings.requests, tokensPerRequest: settings.tokensPerRequest)
+        try fitPartitions(&settings, for: workload, textOutput: textOutput)
+        let report = try BenchmarkRunner.run(settings: settings, workload: workload, progress: { say($0, to: textOutput) })
+        for line in report.summary {
+            say(line, to: textOutput)
+        }
+        say(report.jsonLine)
+        return report.isComplete ? 0 : 1
+    }
+
+    /// The instances' log level (`--log-level`, default warning).
+    static func logLevel(_ options: CommandLineOptions) throws -> String {
+        let levelName = options.value("log-level") ?? "warning"
+        guard Logger.Level(name: levelName) != nil else {
+            throw CommandLineOptions.UsageError(description: "--log-level must be trace, debug, info, warning or error")
+        }
+        return levelName
+    }
+
+    /// The command each instance starts under (`--wrapper`, split at spaces), or none.
+    static func wrapper(_ options: CommandLineOptions) -> [String] {
+        (options.value("wrapper") ?? "").split(separator: " ").map(String.init)
+    }
+
+    /// Raises `settings.partitions` to what `workload` needs in librdkafka's mock cluster (with a
+    /// note), or refuses a run that would need more than `maximumPartitions`.
+    static func fitPartitions(_ settings: inout BenchmarkSettings, for workload: BenchmarkWorkload,
+                              textOutput: Int32) throws {
         let needed = BenchmarkRunner.partitionsNeeded(for: workload, instances: settings.instances)
         guard needed <= maximumPartitions else {
             throw CommandLineOptions.UsageError(description: "\(settings.notifications) notifications need \(needed) partitions of the mock cluster (at most \(maximumPartitions)): lower --requests or --tokens-per-request")
@@ -143,12 +181,6 @@ enum BenchCommand {
             say("note: partitions raised from \(settings.partitions) to \(needed): librdkafka's mock cluster keeps at most 5 MB or 100,000 records per partition and silently drops older ones (one run's records must fit)", to: textOutput)
             settings.partitions = needed
         }
-        let report = try BenchmarkRunner.run(settings: settings, workload: workload, progress: { say($0, to: textOutput) })
-        for line in report.summary {
-            say(line, to: textOutput)
-        }
-        say(report.jsonLine)
-        return report.isComplete ? 0 : 1
     }
 
     /// `bench --memory`.
@@ -168,13 +200,13 @@ enum BenchCommand {
     }
 
     /// This binary's path, for starting `apns-bridge run` as a child.
-    private static func currentExecutable() -> String {
+    static func currentExecutable() -> String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         return length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
     }
 
-    private static func say(_ line: String, to descriptor: Int32 = 1) {
+    static func say(_ line: String, to descriptor: Int32 = 1) {
         CommandLineInterface.write(line + "\n", to: descriptor)
     }
 }

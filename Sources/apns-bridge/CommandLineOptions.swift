@@ -51,6 +51,11 @@ struct CommandLineOptions {
         }
     }
 
+    /// The names of every option and flag given.
+    var givenNames: Set<String> {
+        presentFlags.union(values.keys)
+    }
+
     /// The last value given for `name`, if any.
     func value(_ name: String) -> String? {
         values[name]?.last

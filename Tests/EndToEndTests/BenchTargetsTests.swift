@@ -1,0 +1,142 @@
+import Bridge
+import BridgeLocal
+import Foundation
+import Testing
+
+/// `apns-bridge bench --targets`: the seven runs it makes, the verdicts it draws from their
+/// reports, and one small run as a process. Speed is never asserted: the verdicts are computed
+/// from made-up reports here, and the process run only has to complete and report them all.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct BenchTargetsTests {
+    @Test func theSevenRunsAreTheDocumentedCommands() {
+        let runs = BenchmarkTargets.runs(base: BenchmarkSettings(executable: "/bin/true"))
+        #expect(runs.map(\.options) == [
+            "",
+            "--requests 20000 --tokens-per-request 5",
+            "--skip-h2load --skip-paced --max-in-flight 5000",
+            "--skip-h2load --skip-paced --max-in-flight 100000",
+            "--skip-h2load --skip-paced --simulator-latency 50 --simulator-streams 500 --connections 2",
+            "--skip-h2load --skip-paced",
+            "--skip-h2load --skip-paced --exactly-once",
+        ])
+        let byName = Dictionary(uniqueKeysWithValues: runs.map { ($0.name, $0.settings) })
+        #expect(byName[.singleToken]?.runH2Load == true && byName[.singleToken]?.runPaced == true)
+        #expect(byName[.fanOut]?.notifications == 100_000 && byName[.fanOut]?.tokensPerRequest == 5)
+        #expect(byName[.maxInFlight5000]?.maxInFlight == 5_000 && byName[.maxInFlight5000]?.runH2Load == false)
+        #expect(byName[.maxInFlight100000]?.maxInFlight == 100_000 && byName[.maxInFlight100000]?.runPaced == false)
+        let slow = byName[.slowAPNs]
+        #expect(slow?.simulatorLatencyMilliseconds == 50 && slow?.simulatorStreams == 500 && slow?.connections == 2)
+        #expect(byName[.exactlyOnce]?.exactlyOnce == true && byName[.atLeastOnce]?.exactlyOnce == false)
+        // What every run shares comes from the base, and shows in the options when not a default.
+        var base = BenchmarkSettings(requests: 1_000, executable: "/bin/true")
+        base.rounds = 1
+        base.wrapper = ["env", "LD_PRELOAD=libjemalloc.so.2"]
+        let small = BenchmarkTargets.runs(base: base)
+        #expect(small.allSatisfy { $0.settings.rounds == 1 && $0.settings.wrapper == base.wrapper })
+        #expect(small[0].options == "--requests 1000 --rounds 1")
+        #expect(small[1].options == "--requests 200 --tokens-per-request 5 --rounds 1")
+    }
+
+    @Test func eachTargetIsMetNotMetOrNotMeasured() throws {
+        var reports: [BenchmarkTargets.RunName: BenchmarkReport] = [:]
+        let runs = BenchmarkTargets.runs(base: BenchmarkSettings(requests: 1_000, executable: "/bin/true"))
+        let rates: [BenchmarkTargets.RunName: Int] = [
+            .singleToken: 80, .fanOut: 85, .maxInFlight5000: 79, .maxInFlight100000: 100,
+            .slowAPNs: 18_100, .atLeastOnce: 100, .exactlyOnce: 71,
+        ]
+        for run in runs {
+            // The single-token run's h2load answered 100/s at 1 µs per request, the fan-out's the same.
+            let measuredAgainstH2Load = run.name == .singleToken || run.name == .fanOut
+            reports[run.name] = try Self.completeReport(run.settings, rate: rates[run.name] ?? 0,
+                                                        cpuMicroseconds: run.name == .singleToken ? 1.4 : 1.6,
+                                                        h2load: measuredAgainstH2Load)
+        }
+        reports[.singleToken]?.addedLatencyP99 = 10
+        reports[.fanOut]?.addedLatencyP99 = 11
+        let verdicts = BenchmarkTargets.verdicts(reports)
+        #expect(verdicts.count == 9)
+        // On either side of each threshold (p99 exactly at it: met).
+        #expect(verdicts.map(\.met) == [true, false, true, false, false, true, true, false, true])
+        #expect(verdicts[0].figure == "80.0 %" && verdicts[2].figure == "1.40 ×" && verdicts[6].figure.hasPrefix("10 ms"))
+        let summary = BenchmarkTargets.summary(verdicts)
+        #expect(summary.last == "targets met: 5 of 9")
+        #expect(summary[1].hasPrefix("NOT MET  5-token fan-out"))
+
+        // A run that did not complete measures nothing: its targets, and the ratios it is part of.
+        reports[.maxInFlight100000]?.mismatches = ["a result missing"]
+        reports.removeValue(forKey: .fanOut)
+        let partial = BenchmarkTargets.verdicts(reports)
+        #expect(partial[1].met == nil && partial[3].met == nil && partial[4].met == nil && partial[7].met == nil)
+        #expect(partial[1].figure == "not measured")
+        #expect(BenchmarkTargets.summary(partial).last == "targets met: 5 of 9 (4 not measured: a run did not complete)")
+
+        let json = BenchmarkTargets.jsonLine(runs: runs, reports: reports, verdicts: partial)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["complete"] as? Bool == false)
+        #expect(object["targets_met"] as? Int == 5)
+        let targets = try #require(object["targets"] as? [[String: Any]])
+        #expect(targets.count == 9)
+        #expect(targets[1]["value"] is NSNull && targets[1]["met"] is NSNull)
+        #expect(targets[0]["value"] as? Double == 0.8 && targets[0]["threshold"] as? Double == 0.75)
+        let runEntries = try #require(object["runs"] as? [[String: Any]])
+        #expect(runEntries.map { $0["name"] as? String } == runs.map(\.name.rawValue))
+        #expect(runEntries[1]["report"] is NSNull)
+        #expect((runEntries[0]["report"] as? [String: Any])?["complete"] as? Bool == true)
+    }
+
+    @Test func aSmallRunOfAllSevenCompletesAndReportsEveryTarget() throws {
+        let (status, output, errorOutput) = try BridgeBinary.run([
+            "bench", "--targets", "--requests", "100", "--rounds", "1", "--json",
+        ])
+        #expect(status == 0, "\(output)\n\(errorOutput)")
+        // --json: the one line on standard output; the runs' progress and the table on standard error.
+        #expect(output.split(separator: "\n").count == 1)
+        #expect(errorOutput.contains("== run 7 of 7: exactly once (bench --requests 100 --skip-h2load --skip-paced --exactly-once --rounds 1)"))
+        #expect(errorOutput.contains("targets met: "))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        #expect(object["complete"] as? Bool == true)
+        let targets = try #require(object["targets"] as? [[String: Any]])
+        // Every target measured (whatever the verdict on a run this small).
+        #expect(targets.count == 9 && targets.allSatisfy { $0["met"] is Bool && $0["value"] is Double })
+        let runs = try #require(object["runs"] as? [[String: Any]])
+        #expect(runs.count == 7)
+        let reports = runs.compactMap { $0["report"] as? [String: Any] }
+        #expect(reports.count == 7 && reports.allSatisfy { $0["complete"] as? Bool == true })
+        #expect(reports[1]["tokens_per_request"] as? Int == 5 && reports[1]["notifications"] as? Int == 100)
+        #expect(reports[4]["simulator_latency_ms"] as? Int == 50 && reports[6]["exactly_once"] as? Bool == true)
+        #expect(reports[0]["h2load_requests"] as? Int == 100 && reports[2]["h2load_requests"] is NSNull)
+    }
+
+    @Test func optionsOfTheRunsThemselvesAreRefused() throws {
+        let (status, _, errorOutput) = try BridgeBinary.run(["bench", "--targets", "--tokens-per-request", "5"])
+        #expect(status == 2)
+        #expect(errorOutput.contains("--tokens-per-request does not apply"))
+        #expect(try BridgeBinary.run(["bench", "--targets", "--requests", "4"]).status == 2)
+    }
+
+    /// A report that counts as complete: one round at `rate` notifications/s and the bridge's
+    /// CPU per notification, with an h2load run of 100 requests/s at 1 µs each when asked.
+    static func completeReport(_ settings: BenchmarkSettings, rate: Int, cpuMicroseconds: Double,
+                               h2load: Bool) throws -> BenchmarkReport {
+        var settings = settings
+        settings.rounds = 1
+        var report = BenchmarkReport(settings: settings)
+        var round = BenchmarkReport.PeakRound()
+        round.results = settings.notifications
+        round.delivered = settings.notifications
+        round.windowSeconds = Double(settings.notifications) / Double(max(rate, 1))
+        round.instances = [BenchmarkReport.InstanceRun(notifications: settings.notifications,
+                                                       cpuSeconds: cpuMicroseconds * Double(settings.notifications) / 1e6)]
+        if h2load {
+            let summary = "finished in 1.00s, 100 req/s, 1.00MB/s\n"
+                + "requests: 100 total, 100 started, 100 done, 100 succeeded, 0 failed, 0 errored, 0 timeout\n"
+                + "status codes: 100 2xx, 0 3xx, 0 4xx, 0 5xx\n"
+            var parsed = try #require(H2LoadReference.parse(summary))
+            parsed.cpuSeconds = 100e-6
+            round.h2load = parsed
+        }
+        report.rounds = [round]
+        report.instances = [BenchmarkReport.Instance(exitCode: 0)]
+        return report
+    }
+}
