@@ -137,20 +137,30 @@ public enum BenchmarkRunner {
         }
         progress("stopping the bridge process(es)")
         let phase = Timestamp.monotonicNanoseconds()
-        let peakMemory = bridges.map { $0.sample().maxResidentMegabytes }
-        let exits = bridges.map { $0.stop() }
+        report.instances = stop(bridges)
         report.stopSeconds = seconds(since: phase)
-        report.instances = exits.enumerated().map { index, exit in
-            BenchmarkReport.Instance(exitCode: exit.status, maxResidentMegabytes: max(exit.maxResidentMegabytes, peakMemory[index]),
-                                     lifetimeCPUSeconds: exit.cpuSeconds)
-        }
-        for (index, exit) in exits.enumerated() where exit.status != 0 {
-            report.warnings.append("instance \(index + 1) exited \(exit.status): \(bridges[index].logTail)")
+        for (index, instance) in report.instances.enumerated() where instance.exitCode != 0 {
+            report.warnings.append("instance \(index + 1) exited \(instance.exitCode): \(bridges[index].logTail)")
         }
         report.committedRecords = try environment.committedRequestCount(groupID: groupID)
         report.producedRecords = produced
         report.totalSeconds = seconds(since: started)
         return report
+    }
+
+    /// Stops every instance (SIGTERM: drain, flush, final commit) and reports how each ended. Its
+    /// peak RSS is the kernel's `VmHWM` for the instance, read just before the signal. Not
+    /// `wait4`'s `ru_maxrss`: `posix_spawn` starts the child in the parent's memory until it
+    /// execs, and Linux carries the high-water mark of the memory an exec leaves into the child's
+    /// `ru_maxrss`, so that figure was at least the benchmark process's own peak (583 MB for every
+    /// run after the first of `bench --targets`, whose instances peaked near 130 MB).
+    public static func stop(_ bridges: [BridgeProcess]) -> [BenchmarkReport.Instance] {
+        let highWater = bridges.map { $0.sample().maxResidentMegabytes }
+        return zip(bridges, highWater).map { bridge, megabytes in
+            let exit = bridge.stop()
+            return BenchmarkReport.Instance(exitCode: exit.status, maxResidentMegabytes: megabytes,
+                                            lifetimeCPUSeconds: exit.cpuSeconds)
+        }
     }
 
     /// Produces warm-up rounds until their results are in and, with several instances, every

@@ -4,8 +4,11 @@ import Glibc
 import Observability
 
 /// A child process started with `posix_spawn` and reaped with `wait4`, so that the benchmark
-/// gets the child's own CPU time (`ru_utime` + `ru_stime`) and peak RSS from the kernel: h2load
-/// and the `apns-bridge run` instances under test.
+/// gets the child's own CPU time (`ru_utime` + `ru_stime`) from the kernel: h2load and the
+/// `apns-bridge run` instances under test. Not its peak RSS: `wait4`'s `ru_maxrss` of a child
+/// started this way includes the parent's high-water mark (the child runs in the parent's
+/// memory until it execs, and Linux keeps the peak of the memory an exec leaves), so memory
+/// is read from the child's `/proc/<pid>/status` while it runs (`ProcessCPUTimes.sample(pid:)`).
 ///
 /// Only this type waits for the pid; nothing else in the process may reap it.
 public final class ChildProcess: @unchecked Sendable {
@@ -15,8 +18,6 @@ public final class ChildProcess: @unchecked Sendable {
         public var status: Int32
         /// User + system CPU seconds of the child (all its threads, its whole life).
         public var cpuSeconds: Double
-        /// Peak resident set size of the child in megabytes (`ru_maxrss`).
-        public var maxResidentMegabytes: Double
     }
 
     /// The child could not be started.
@@ -52,8 +53,23 @@ public final class ChildProcess: @unchecked Sendable {
         }
         let envp = inherited + environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
+        // The child starts with no signal blocked and the ones that stop a process at their
+        // defaults, whatever the spawning thread blocks (a test's or a dispatch thread blocks
+        // nearly all of them): a blocked mask carries over exec, and SIGTERM would not stop the
+        // child. (SIGPIPE stays as this process has it, ignored, as h2load expects.)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let result = posix_spawnp(&child, executable, &actions, nil, argv, envp)
+        let result = posix_spawnp(&child, executable, &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(result)))")
         }
@@ -92,15 +108,14 @@ public final class ChildProcess: @unchecked Sendable {
             let reaped = wait4(pid, &status, blocking ? 0 : WNOHANG, &usage)
             guard reaped == pid else {
                 // ECHILD: not ours to wait for any more; report it as gone.
-                if reaped < 0 && errno == ECHILD { state = Exit(status: -1, cpuSeconds: 0, maxResidentMegabytes: 0) }
+                if reaped < 0 && errno == ECHILD { state = Exit(status: -1, cpuSeconds: 0) }
                 return state
             }
             let signal = status & 0x7f
             state = Exit(
                 status: signal == 0 ? (status >> 8) & 0xff : 128 + signal,
                 cpuSeconds: Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-                    + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6,
-                maxResidentMegabytes: Double(usage.ru_maxrss) / 1024)
+                    + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6)
             return state
         }
     }
