@@ -24,7 +24,8 @@ public struct BenchmarkReport: Sendable {
     public struct Instance: Sendable {
         /// Its exit code after SIGTERM (0 after a clean stop), -1 before.
         public var exitCode: Int32 = -1
-        /// Its peak resident memory (the kernel's `VmHWM` / `ru_maxrss`).
+        /// Its peak resident memory up to its stop (the kernel's `VmHWM` for it, read just before
+        /// SIGTERM: the drain after it is not counted).
         public var maxResidentMegabytes = 0.0
         /// Its CPU seconds over its whole life (start, warm-up, every run, stop), from `wait4`.
         public var lifetimeCPUSeconds = 0.0

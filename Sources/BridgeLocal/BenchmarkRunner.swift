@@ -148,17 +148,18 @@ public enum BenchmarkRunner {
         return report
     }
 
-    /// Stops every instance (SIGTERM: drain, flush, final commit) and reports how each ended. Its
-    /// peak RSS is the kernel's `VmHWM` for the instance, read just before the signal. Not
-    /// `wait4`'s `ru_maxrss`: `posix_spawn` starts the child in the parent's memory until it
-    /// execs, and Linux carries the high-water mark of the memory an exec leaves into the child's
-    /// `ru_maxrss`, so that figure was at least the benchmark process's own peak (583 MB for every
-    /// run after the first of `bench --targets`, whose instances peaked near 130 MB).
+    /// Stops the instances one after the other (SIGTERM: drain, flush, final commit) and reports
+    /// how each ended. Its peak RSS is the kernel's `VmHWM` for the instance, read right before
+    /// its signal (what the drain after it takes is not counted). Not `wait4`'s `ru_maxrss`:
+    /// `posix_spawn` runs the child in the parent's memory until it execs, and Linux carries the
+    /// high-water mark of the memory an exec leaves into the child's `ru_maxrss`, so that figure
+    /// was at least the benchmark process's own peak (hundreds of MB for every run after the
+    /// first of `bench --targets`, whose instances peak far lower).
     public static func stop(_ bridges: [BridgeProcess]) -> [BenchmarkReport.Instance] {
-        let highWater = bridges.map { $0.sample().maxResidentMegabytes }
-        return zip(bridges, highWater).map { bridge, megabytes in
+        bridges.map { bridge in
+            let highWater = bridge.sample().maxResidentMegabytes
             let exit = bridge.stop()
-            return BenchmarkReport.Instance(exitCode: exit.status, maxResidentMegabytes: megabytes,
+            return BenchmarkReport.Instance(exitCode: exit.status, maxResidentMegabytes: highWater,
                                             lifetimeCPUSeconds: exit.cpuSeconds)
         }
     }

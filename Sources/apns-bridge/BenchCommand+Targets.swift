@@ -24,18 +24,18 @@ extension BenchCommand {
         let runs = BenchmarkTargets.runs(base: base)
         var reports: [BenchmarkTargets.RunName: BenchmarkReport] = [:]
         for (index, run) in runs.enumerated() {
-            say("== run \(index + 1) of \(runs.count): \(run.name.rawValue) (bench \(run.options))", to: textOutput)
+            say("== run \(index + 1) of \(runs.count): \(run.name.rawValue) (\(run.command))", to: textOutput)
             var settings = run.settings
             let workload = BenchmarkWorkload(requests: settings.requests, tokensPerRequest: settings.tokensPerRequest)
-            try fitPartitions(&settings, for: workload, textOutput: textOutput)
             do {
+                try fitPartitions(&settings, for: workload, textOutput: textOutput)
                 let report = try BenchmarkRunner.run(settings: settings, workload: workload, progress: { say($0, to: textOutput) })
                 for line in report.summary {
                     say(line, to: textOutput)
                 }
                 reports[run.name] = report
             } catch {
-                // One run that cannot start leaves its targets unmeasured; the others still run.
+                // A run that cannot start leaves its targets unmeasured; the others still run.
                 say("run \(run.name.rawValue) failed: \(error)", to: textOutput)
             }
         }

@@ -97,11 +97,11 @@ enum BenchCommand {
             CommandLineInterface.write(help, to: 1)
             return 0
         }
+        if options.flag("targets") {  // first: its own list of options refuses --memory
+            return try targets(options)
+        }
         if options.flag("memory") {
             return try memory(options)
-        }
-        if options.flag("targets") {
-            return try targets(options)
         }
         let levelName = try logLevel(options)
         var pacedRate: Double?

@@ -372,7 +372,8 @@ enum BridgeBinary {
     /// test (status SIGKILL) instead of holding the whole run.
     static let runDeadline: DispatchTimeInterval = .seconds(180)
 
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+    static func run(_ arguments: [String],
+                    deadline: DispatchTimeInterval = runDeadline) throws -> (status: Int32, output: String, error: String) {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
@@ -381,7 +382,7 @@ enum BridgeBinary {
         process.standardOutput = output
         process.standardError = error
         try process.run()
-        killAtDeadline(process, after: runDeadline)
+        killAtDeadline(process, after: deadline)
         // Both pipes are drained at once: a child that fills one while the other is read would block forever.
         let errorReader = PipeDrain(error.fileHandleForReading)
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
