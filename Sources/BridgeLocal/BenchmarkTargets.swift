@@ -168,15 +168,15 @@ public enum BenchmarkTargets {
         return BenchmarkReport.format((down ? scaled.rounded(.down) : scaled.rounded(.up)) / scale, decimals)
     }
 
-    /// `value` with a comma between each group of three digits (`18,000`).
+    /// `value` (not negative) with a comma between each group of three digits (`18,000`).
     static func grouped(_ value: Int) -> String {
-        var digits = String(value.magnitude)
+        var digits = String(value)
         var index = digits.endIndex
         while digits.distance(from: digits.startIndex, to: index) > 3 {
             index = digits.index(index, offsetBy: -3)
             digits.insert(",", at: index)
         }
-        return value < 0 ? "-" + digits : digits
+        return digits
     }
 
     /// One line per target (met, not met, or not measured, and the figure), then the count.
