@@ -33,7 +33,9 @@ public final class ChildProcess: @unchecked Sendable {
     /// Starts `executable` (found on `PATH` when it has no `/`) with `arguments` and this
     /// process's environment plus `environment`;
     /// standard output goes to `outputFile` (truncated) or /dev/null, standard error to
-    /// `errorFile` or /dev/null, standard input is /dev/null.
+    /// `errorFile` or /dev/null, standard input is /dev/null. No other descriptor of this
+    /// process reaches the child (librdkafka's pipes and the mock brokers' sockets are not
+    /// close-on-exec).
     /// - Throws: `SpawnError` when `posix_spawn` fails.
     public init(executable: String, arguments: [String], environment: [String: String] = [:],
                 outputFile: String? = nil, errorFile: String? = nil) throws {
@@ -43,6 +45,12 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputFile ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errorFile ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        if let closeFrom = Self.closeFrom {
+            let failure = closeFrom(&actions, 3)
+            guard failure == 0 else {
+                throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(failure)))")
+            }
+        }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         var inherited: [UnsafeMutablePointer<CChar>?] = []
         var entry = environ
@@ -76,6 +84,16 @@ public final class ChildProcess: @unchecked Sendable {
         }
         pid = child
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which closes every
+    /// descriptor from a number on in the child, between fork and exec, whichever thread opened
+    /// it. Looked up at run time: Swift's Glibc module leaves out spawn.h's GNU extensions. Nil
+    /// on an older C library, where children inherit what is not close-on-exec.
+    private static let closeFrom: CloseFrom? = {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: CloseFrom.self)
+    }()
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
 
     /// Sends `signal` to the child (nothing once it was reaped).
     public func send(_ signal: Int32) {

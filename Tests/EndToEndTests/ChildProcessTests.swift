@@ -34,6 +34,22 @@ struct ChildProcessTests {
         #expect(child.wait(timeoutSeconds: 10).status == 128 + SIGTERM)
     }
 
+    /// Nothing but standard input, output and error reaches a child: the benchmark process holds
+    /// librdkafka's pipes and the mock brokers' sockets, which are not close-on-exec.
+    @Test func aChildInheritsOnlyItsStandardDescriptors() throws {
+        let inheritable = open("/dev/null", O_RDONLY)  // no O_CLOEXEC: as librdkafka opens its pipes
+        try #require(inheritable >= 0)
+        defer { close(inheritable) }
+        let child = try ChildProcess(executable: "sleep", arguments: ["30"])
+        defer {
+            child.send(SIGTERM)
+            child.wait(timeoutSeconds: 10)
+        }
+        // posix_spawn returns once the child has exec'd, so its table is the one `sleep` runs with.
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd")
+        #expect(descriptors.sorted() == ["0", "1", "2"])
+    }
+
     /// The hexadecimal signal mask of the line `name:` of a `/proc/<pid>/status`.
     static func mask(_ name: String, in status: String) -> UInt64? {
         status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
