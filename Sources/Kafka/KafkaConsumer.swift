@@ -42,20 +42,8 @@ public final class KafkaConsumer: @unchecked Sendable {
         autoCommit: Bool = true
     ) throws {
         commitsAutomatically = autoCommit
-        try KafkaPropertyRules.validate(properties, for: .consumer)
-        let enforced: [(name: String, value: String)] = [
-            ("bootstrap.servers", bootstrapServers),
-            ("group.id", groupID),
-            ("enable.auto.offset.store", "false"),
-            ("partition.assignment.strategy", "cooperative-sticky"),
-            ("auto.offset.reset", "earliest"),
-            ("enable.auto.commit", autoCommit ? "true" : "false"),
-            ("enable.partition.eof", "false"),
-            ("isolation.level", "read_committed"),
-        ]
-        let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
-        client = try RDKafkaClient(
-            kind: .consumer, properties: enforced + passedThrough, context: RDKafkaClientContext(logger: logger))
+        client = try Self.makeClient(
+            bootstrapServers: bootstrapServers, groupID: groupID, properties: properties, autoCommit: autoCommit, logger: logger)
         self.logger = logger
         // Everything (rebalances, errors, logs forwarded by librdkafka) is served by consumer_poll.
         let redirect = rd_kafka_poll_set_consumer(client.pointer)
@@ -73,6 +61,49 @@ public final class KafkaConsumer: @unchecked Sendable {
                 throw KafkaError(result, context: "subscribe to \(topics.joined(separator: ","))")
             }
         }
+    }
+
+    /// Creates the client (it connects to nothing before it is subscribed, and nowhere without
+    /// `bootstrapServers`): the bridge's settings, then `properties`, then the checks only the
+    /// whole configuration allows (librdkafka's own in `rd_kafka_new`, and a periodic commit
+    /// when `autoCommit` relies on it).
+    /// - Throws: ``KafkaError`` naming a reserved or refused property, or librdkafka's reason.
+    static func makeClient(
+        bootstrapServers: String?, groupID: String, properties: [String: String], autoCommit: Bool, logger: Logger,
+        extra: [(name: String, value: String)] = []
+    ) throws -> RDKafkaClient {
+        try KafkaPropertyRules.validate(properties, for: .consumer)
+        let enforced: [(name: String, value: String)] = (bootstrapServers.map { [("bootstrap.servers", $0)] } ?? []) + [
+            ("group.id", groupID),
+            ("enable.auto.offset.store", "false"),
+            ("partition.assignment.strategy", "cooperative-sticky"),
+            ("auto.offset.reset", "earliest"),
+            ("enable.auto.commit", autoCommit ? "true" : "false"),
+            ("enable.partition.eof", "false"),
+            ("isolation.level", "read_committed"),
+        ]
+        let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
+        let client = try RDKafkaClient(
+            kind: .consumer, properties: enforced + passedThrough + extra, context: RDKafkaClientContext(logger: logger))
+        // Read back as librdkafka parsed it, whatever the spelling ("00", " 0").
+        if autoCommit && client.effectiveProperty("auto.commit.interval.ms") == "0" {
+            client.destroy()
+            throw KafkaError.configuration(
+                "Kafka consumer property \"auto.commit.interval.ms\" cannot be 0: it turns off the periodic commits of processed offsets")
+        }
+        return client
+    }
+
+    /// Checks the settings a consumer of `groupID` would run with, as librdkafka checks them
+    /// when it creates the client, without a broker address: nothing connects, and the client
+    /// is destroyed at once. `apns-bridge check` and `run` use it, so that settings librdkafka
+    /// only refuses together are found before the group is joined.
+    /// - Throws: ``KafkaError`` naming a reserved or refused property, or librdkafka's reason.
+    public static func checkSettings(groupID: String, properties: [String: String], autoCommit: Bool) throws {
+        // librdkafka's own log lines (no broker configured, ...) are of no use here.
+        let client = try makeClient(bootstrapServers: nil, groupID: groupID, properties: properties, autoCommit: autoCommit,
+                                    logger: Logger(label: "kafka.check"), extra: [("log_level", "0")])
+        client.destroy()
     }
 
     deinit {

@@ -57,23 +57,9 @@ public final class KafkaProducer: @unchecked Sendable {
         logger: Logger,
         deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
     ) throws {
-        try KafkaPropertyRules.validate(properties, for: .producer)
-        var enforced: [(name: String, value: String)] = [
-            ("bootstrap.servers", bootstrapServers),
-            ("enable.idempotence", "true"),
-            ("acks", "all"),
-            ("linger.ms", "5"),
-        ]
-        if let queueCapacity {
-            enforced.append(("queue.buffering.max.messages", "\(min(10_000_000, max(1, queueCapacity.messages)))"))
-            enforced.append(("queue.buffering.max.kbytes", "\(min(2_147_483_647, max(1, queueCapacity.kilobytes)))"))
-        }
-        if let transactionalID {
-            enforced.append(("transactional.id", transactionalID))
-        }
-        let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
         let context = RDKafkaClientContext(logger: logger, deliveryHandler: deliveryHandler)
-        client = try RDKafkaClient(kind: .producer, properties: enforced + passedThrough, context: context)
+        client = try Self.makeClient(bootstrapServers: bootstrapServers, properties: properties, queueCapacity: queueCapacity,
+                                     transactionalID: transactionalID, context: context)
         // librdkafka's default when the value cannot be read (it always can: the property exists).
         maximumRecordBytes = client.effectiveProperty("message.max.bytes").flatMap { Int($0) } ?? 1_000_000
         self.logger = logger
@@ -87,6 +73,44 @@ public final class KafkaProducer: @unchecked Sendable {
             },
             fail: { record, error in deliveryHandler(record.tag, error) }
         )
+    }
+
+    /// Creates the client (it connects nowhere without `bootstrapServers`): the bridge's
+    /// settings, then `properties`, then `extra`; librdkafka checks the whole in `rd_kafka_new`.
+    /// - Throws: ``KafkaError`` naming a reserved or refused property, or librdkafka's reason.
+    static func makeClient(
+        bootstrapServers: String?, properties: [String: String], queueCapacity: (messages: Int, kilobytes: Int)?,
+        transactionalID: String?, context: RDKafkaClientContext, extra: [(name: String, value: String)] = []
+    ) throws -> RDKafkaClient {
+        try KafkaPropertyRules.validate(properties, for: .producer)
+        var enforced: [(name: String, value: String)] = (bootstrapServers.map { [("bootstrap.servers", $0)] } ?? []) + [
+            ("enable.idempotence", "true"),
+            ("acks", "all"),
+            ("linger.ms", "5"),
+        ]
+        if let queueCapacity {
+            enforced.append(("queue.buffering.max.messages", "\(min(10_000_000, max(1, queueCapacity.messages)))"))
+            enforced.append(("queue.buffering.max.kbytes", "\(min(2_147_483_647, max(1, queueCapacity.kilobytes)))"))
+        }
+        if let transactionalID {
+            enforced.append(("transactional.id", transactionalID))
+        }
+        let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
+        return try RDKafkaClient(kind: .producer, properties: enforced + passedThrough + extra, context: context)
+    }
+
+    /// Checks the settings a producer would run with, as librdkafka checks them when it creates
+    /// the client (e.g. `max.in.flight.requests.per.connection` above 5 with idempotence), without
+    /// a broker address: nothing connects, and the client is destroyed at once.
+    /// - Throws: ``KafkaError`` naming a reserved or refused property, or librdkafka's reason.
+    public static func checkSettings(
+        properties: [String: String], queueCapacity: (messages: Int, kilobytes: Int)?, transactionalID: String?
+    ) throws {
+        // librdkafka's own log lines (no broker configured, ...) are of no use here.
+        let client = try makeClient(bootstrapServers: nil, properties: properties, queueCapacity: queueCapacity,
+                                    transactionalID: transactionalID, context: RDKafkaClientContext(logger: Logger(label: "kafka.check")),
+                                    extra: [("log_level", "0")])
+        client.destroy()
     }
 
     /// Hands a record to the publisher thread and returns at once; never blocks and never calls

@@ -32,6 +32,7 @@ public enum KafkaPropertyRules {
                 "isolation.level": "only committed requests are read",
                 "auto.offset.reset": "a new group starts at the earliest record, so no request is skipped",
                 "enable.partition.eof": "the bridge reads partitions as endless streams",
+                "offset.store.method": "offsets are committed to the consumer group, where every instance finds them",
             ]
         case .producer:
             [
@@ -46,13 +47,25 @@ public enum KafkaPropertyRules {
         }
     }
 
+    /// Why `name` cannot be passed through for `role`, or nil when it can. librdkafka hands a
+    /// name it does not know for the client to the default topic configuration, which drops a
+    /// leading `topic.`: `topic.auto.offset.reset` sets `auto.offset.reset`, and is refused
+    /// with it.
+    public static func reservation(of name: String, for role: Role) -> String? {
+        let reserved = reserved(for: role)
+        if let reason = reserved[name] { return reason }
+        guard name.hasPrefix(topicPrefix) else { return nil }
+        return reserved[String(name.dropFirst(topicPrefix.count))]
+    }
+
+    private static let topicPrefix = "topic."
+
     /// Refuses reserved properties, then sets every property on a throwaway librdkafka
     /// configuration, which checks names and values without connecting anywhere.
     /// - Throws: ``KafkaError`` naming the first offending property (never its value).
     public static func validate(_ properties: [String: String], for role: Role) throws(KafkaError) {
-        let reserved = reserved(for: role)
         for name in properties.keys.sorted() {
-            if let reason = reserved[name] {
+            if let reason = reservation(of: name, for: role) {
                 throw KafkaError.configuration("Kafka \(role) property \"\(name)\" cannot be set: \(reason)")
             }
         }

@@ -84,6 +84,50 @@ import Testing
         #expect(plain.message == "environment variable BROKERS is not set")
     }
 
+    /// librdkafka hands a name it does not know for the client to the topic configuration,
+    /// without a leading `topic.`: `topic.auto.offset.reset` would set `auto.offset.reset`.
+    @Test func aReservedPropertyBehindTheTopicPrefixIsRefused() throws {
+        let consumer = try #require(parseError("  brokers: b\n  consumer: {topic.auto.offset.reset: latest}"))
+        #expect(consumer.keyPath == "kafka.consumer.topic.auto.offset.reset")
+        let producer = try #require(parseError("  brokers: b\n  producer: {topic.acks: \"1\"}"))
+        #expect(producer.keyPath == "kafka.producer.topic.acks")
+        let fileStore = try #require(parseError("  brokers: b\n  consumer: {offset.store.method: file}"))
+        #expect(fileStore.keyPath == "kafka.consumer.offset.store.method")
+        // A client-wide property that starts with `topic.` is not reserved.
+        #expect(parseError("  brokers: b\n  consumer: {topic.metadata.refresh.interval.ms: \"60000\"}") == nil)
+    }
+
+    /// Settings librdkafka accepts one by one but refuses together, and a consumer that would
+    /// never commit on its own, are refused before any client connects (`check` and `run`),
+    /// naming the section.
+    @Test func settingsRefusedOnlyTogetherAreFoundWithoutABroker() throws {
+        func checkError(_ kafka: String) throws -> ConfigurationError? {
+            let configuration = try BridgeConfiguration.parse(yaml: "kafka:\n  brokers: 127.0.0.1:9\n" + kafka + "\n" + Self.apps, environment: [:])
+            do {
+                try ConfigurationCheck.validateKafkaProperties(configuration)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let cases: [(kafka: String, keyPath: String, names: String)] = [
+            ("  producer: {max.in.flight.requests.per.connection: \"100\"}", "kafka.producer", "max.in.flight"),
+            ("  producer: {retries: \"0\"}", "kafka.producer", "retries"),
+            ("  consumer: {max.poll.interval.ms: \"1000\"}", "kafka.consumer", "max.poll.interval.ms"),
+            ("  consumer: {auto.commit.interval.ms: \"00\"}", "kafka.consumer", "auto.commit.interval.ms"),
+            ("  exactly_once: true\n  producer: {message.timeout.ms: \"120000\", transaction.timeout.ms: \"60000\"}",
+             "kafka.producer", "transaction.timeout.ms"),
+        ]
+        for (kafka, keyPath, name) in cases {
+            let error = try #require(try checkError(kafka), "\(kafka)")
+            #expect(error.keyPath == keyPath)
+            #expect(error.message.contains(name), "\(error.message)")
+        }
+        // Exactly once, offsets are committed with the transactions: no periodic commit is needed.
+        #expect(try checkError("  exactly_once: true\n  consumer: {auto.commit.interval.ms: \"0\"}") == nil)
+        #expect(try checkError("  producer: {max.in.flight.requests.per.connection: \"5\"}\n  consumer: {auto.commit.interval.ms: \"1000\"}") == nil)
+    }
+
     /// Left at its default, `max_backoff` follows a longer `initial_backoff`, and the effective
     /// configuration `check` prints parses back to the same configuration.
     @Test func aLongInitialBackoffRaisesTheDefaultMaximum() throws {

@@ -101,6 +101,26 @@ struct KafkaConfigurationTests {
         }
     }
 
+    /// `topic.<name>` sets `<name>` in librdkafka (through the default topic configuration), so a
+    /// reserved name is refused behind the prefix too; and a consumer that commits on its own
+    /// timer refuses a timer of 0, which librdkafka reads as "never".
+    @Test func aReservedPropertyIsRefusedBehindTheTopicPrefixAndAutoCommitNeedsItsTimer() throws {
+        for (role, name) in [(KafkaPropertyRules.Role.consumer, "topic.auto.offset.reset"), (.producer, "topic.acks"),
+                             (.producer, "topic.request.required.acks"), (.consumer, "topic.auto.commit.enable")] {
+            let error = #expect(throws: KafkaError.self) { try KafkaPropertyRules.validate([name: "1"], for: role) }
+            #expect(error?.message.contains("\"\(name)\"") == true)
+        }
+        #expect(KafkaPropertyRules.reservation(of: "topic.metadata.refresh.interval.ms", for: .consumer) == nil)
+        let stopped = #expect(throws: KafkaError.self) {
+            _ = try KafkaConsumer(
+                bootstrapServers: "127.0.0.1:9", groupID: "g", topics: [], properties: ["auto.commit.interval.ms": "0"],
+                logger: KafkaTestSupport.logger)
+        }
+        #expect(stopped?.message.contains("auto.commit.interval.ms") == true)
+        // Without automatic commits (exactly once) the timer is unused, and 0 is accepted.
+        try KafkaConsumer.checkSettings(groupID: "g", properties: ["auto.commit.interval.ms": "0"], autoCommit: false)
+    }
+
     @Test func validationAsksLibrdkafkaWithoutConnecting() throws {
         try KafkaPropertyRules.validate(["fetch.min.bytes": "1", "session.timeout.ms": "45000"], for: .consumer)
         try KafkaPropertyRules.validate(["compression.type": "lz4", "linger.ms": "5"], for: .producer)

@@ -117,9 +117,8 @@ extension BridgeConfiguration {
     static func refuseReserved(
         _ properties: [String: String], role: KafkaPropertyRules.Role, keyPath: String
     ) throws(ConfigurationError) {
-        let reserved = KafkaPropertyRules.reserved(for: role)
         for name in properties.keys.sorted() {
-            if let reason = reserved[name] {
+            if let reason = KafkaPropertyRules.reservation(of: name, for: role) {
                 throw ConfigurationError(keyPath: "\(keyPath).\(name)", message: "cannot be set: \(reason)")
             }
         }

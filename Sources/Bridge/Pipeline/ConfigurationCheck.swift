@@ -73,8 +73,13 @@ public enum ConfigurationCheck {
 
     /// Sets every `kafka.consumer` / `kafka.producer` property on a throwaway librdkafka
     /// configuration (no connection is made), so a misspelt name or a bad value is found by
-    /// `check`, not at start.
-    /// - Throws: `ConfigurationError` naming the key (`kafka.producer.linger.ms`), never its value.
+    /// `check`, not at start; then creates and destroys a producer and a consumer with the
+    /// settings the bridge would run with but no broker address, so that what librdkafka only
+    /// refuses together (`max.in.flight.requests.per.connection` above 5 with idempotence,
+    /// `max.poll.interval.ms` under `session.timeout.ms`) and a periodic commit turned off
+    /// (`auto.commit.interval.ms: 0`) are found too.
+    /// - Throws: `ConfigurationError` naming the key (`kafka.producer.linger.ms`), or the
+    ///   section when only the whole refuses (`kafka.producer`), never a value.
     public static func validateKafkaProperties(_ configuration: BridgeConfiguration) throws(ConfigurationError) {
         let sections: [(KafkaPropertyRules.Role, String, [String: String])] = [
             (.consumer, "kafka.consumer", configuration.kafka.consumer),
@@ -90,6 +95,25 @@ public enum ConfigurationCheck {
                 }
             }
         }
+        let kafka = configuration.kafka
+        do {
+            try KafkaProducer.checkSettings(
+                properties: kafka.producer, queueCapacity: BridgePipeline.producerQueueCapacity(limits: configuration.limits),
+                transactionalID: kafka.exactlyOnce ? BridgePipeline.transactionalID(groupID: kafka.groupID) : nil)
+        } catch {
+            throw ConfigurationError(keyPath: "kafka.producer", message: Self.refusalText(error))
+        }
+        do {
+            try KafkaConsumer.checkSettings(
+                groupID: kafka.groupID, properties: BridgePipeline.consumerProperties(kafka), autoCommit: !kafka.exactlyOnce)
+        } catch {
+            throw ConfigurationError(keyPath: "kafka.consumer", message: Self.refusalText(error))
+        }
+    }
+
+    /// The reason, without the `KafkaError(...)` wrapping.
+    private static func refusalText(_ error: any Error) -> String {
+        (error as? KafkaError)?.message ?? "\(error)"
     }
 }
 
