@@ -169,10 +169,33 @@ struct CommandLineTests {
         #expect(exactlyOnce.0 == 2)
         #expect(!exactlyOnce.1.contains("kafka.exactly_once"))
         #expect(exactlyOnce.1.contains("apps.chat.auth"))
+        // Settings librdkafka refuses only together: found by both commands before any connection.
+        for command in ["check", "run"] {
+            let together = try check("  producer: {max.in.flight.requests.per.connection: \"100\"}", command: command)
+            #expect(together.0 == 2)
+            #expect(together.1.contains("kafka.producer: could not create the Kafka client: `max.in.flight` must be set <= 5"))
+        }
         // Valid properties pass librdkafka; the check goes on to the (missing) key file.
         let valid = try check("  producer: {linger.ms: 5, compression.type: lz4}")
         #expect(valid.0 == 2)
         #expect(valid.1.contains("apps.chat.auth"))
+    }
+
+    /// An unreadable `apns.ca_file` is named by that key at `run` as at `check`, not by the first
+    /// app whose TLS context would have read it.
+    @Test func runNamesAnUnreadableCAFileByItsKey() throws {
+        let configFile = try TemporaryFile(contents: """
+        kafka: {brokers: 127.0.0.1:9}
+        apns: {ca_file: /nonexistent/ca.pem}
+        apps:
+          - {name: chat, bundle_id: com.example.chat, auth: {type: token, key_file: /nonexistent/AuthKey.p8, key_id: ABC123DEFG, team_id: TEAM123456}}
+        """)
+        for command in ["check", "run"] {
+            let (status, _, errorOutput) = try BridgeBinary.run([command, "--config", configFile.path])
+            #expect(status == 2)
+            #expect(errorOutput.contains("apns.ca_file: "), "\(command): \(errorOutput)")
+            #expect(errorOutput.contains("/nonexistent/ca.pem"))
+        }
     }
 
     @Test func checkReportsAnUnreadableKeyFileWithoutSecrets() throws {

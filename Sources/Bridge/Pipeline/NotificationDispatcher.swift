@@ -54,6 +54,14 @@ final class NotificationDispatcher: APNsClientDelegate, @unchecked Sendable {
     /// Loads every app's credentials (key files, certificates, passphrases); throws a
     /// `PipelineError` naming the app when one is unusable.
     static func loadCredentials(_ configuration: BridgeConfiguration) throws(PipelineError) -> [String: AppCredentials] {
+        if let caFile = configuration.apns.caFile {
+            // Named by its own key, as `check` names it, before each app's TLS context reads it.
+            do {
+                _ = try CertificateInspector.pemCertificates(file: caFile)
+            } catch {
+                throw PipelineError(component: "apns.ca_file", message: "\(error)")
+            }
+        }
         var credentials: [String: AppCredentials] = [:]
         var tokenProviders: [String: APNsTokenProvider] = [:]   // one JWT per key, shared by its apps
         for app in configuration.apps {
