@@ -1,12 +1,14 @@
 import Observability
 
-/// Hands out the provider JWT for `authorization: bearer …`: one per key, shared by every
-/// connection of every pool that uses the key, signed once and refreshed when old.
+/// Hands out the provider JWT for `authorization: bearer …`: one key's tokens, for every
+/// connection of every pool that uses the key. Each connection keeps the token it took until it
+/// is 50 minutes old and takes the newest then; a connection that opens late gets a token it can
+/// keep for 20 minutes, since APNs answers 429 TooManyProviderTokenUpdates to a connection that
+/// changes tokens sooner.
 ///
-/// The timing rules live in `APNsTokenStateMachine` (refresh at 50 minutes, never sooner than
-/// 20 except right after ExpiredProviderToken). Thread-safe (`Locked`); the lock is taken once
-/// per batch of streams, and signing (ECDSA, about a millisecond's tenth) happens under it at most
-/// once per refresh.
+/// The timing rules live in `APNsTokenStateMachine`. Thread-safe (`Locked`); the lock is taken
+/// once per connection per batch of streams, and signing (ECDSA, about a millisecond's tenth)
+/// happens under it at most once per refresh.
 public final class APNsTokenProvider: Sendable {
     /// The floor on token age before a routine refresh: 20 minutes.
     public static let minimumRefreshSeconds: Int64 = APNsTokenStateMachine.minimumRefreshSeconds
@@ -19,6 +21,8 @@ public final class APNsTokenProvider: Sendable {
         public var headerValue: String
         /// Which signed token this is.
         public var generation: UInt64
+        /// Its `iat` (Unix seconds).
+        public var issuedAt: Int64
     }
 
     private struct State {
@@ -47,21 +51,26 @@ public final class APNsTokenProvider: Sendable {
         self.state = Locked(State(machine: APNsTokenStateMachine(refreshSeconds: refreshIntervalSeconds)))
     }
 
-    /// The token to send now and its generation: the cached one, or a freshly signed one.
-    public func authorization() throws(APNsKeyError) -> Authorization {
+    /// The token a connection sends now: `held` (what it sent so far) while it may keep it,
+    /// otherwise the newest token when it can be kept for 20 minutes, otherwise a freshly
+    /// signed one. Pass nil for a connection that has sent none.
+    public func authorization(keeping held: Authorization? = nil) throws(APNsKeyError) -> Authorization {
         let now = clock()
         return try state.withLock { (state: inout State) throws(APNsKeyError) -> Authorization in
-            if let token = state.machine.usableToken(now: now) {
-                return Authorization(headerValue: "bearer " + token.jwt, generation: token.generation)
+            if let held, state.machine.keeps(generation: held.generation, issuedAt: held.issuedAt, now: now) {
+                return held
+            }
+            if let token = state.machine.tokenToTake(now: now) {
+                return Authorization(headerValue: "bearer " + token.jwt, generation: token.generation, issuedAt: token.issuedAt)
             }
             let jwt = try signer.sign(issuedAt: now)
             state.machine.signed(jwt, now: now)
             // invariant: `signed` just stored a token.
-            return Authorization(headerValue: "bearer " + jwt, generation: state.machine.current!.generation)
+            return Authorization(headerValue: "bearer " + jwt, generation: state.machine.current!.generation, issuedAt: now)
         }
     }
 
-    /// The JWT to send now.
+    /// The JWT a new connection would send now.
     public func currentToken() throws(APNsKeyError) -> String {
         String(try authorization().headerValue.dropFirst(7))
     }
@@ -71,7 +80,7 @@ public final class APNsTokenProvider: Sendable {
         try authorization().headerValue
     }
 
-    /// `iat` of the cached token, or nil before the first one is signed.
+    /// `iat` of the newest token, or nil before the first one is signed.
     public var issuedAt: Int64? {
         state.withLock { $0.machine.current?.issuedAt }
     }

@@ -1,16 +1,22 @@
-/// When the provider JWT is re-signed, apart from signing and locks (contract §7).
+/// When the provider JWT is re-signed and when a connection changes the token it sends, apart
+/// from signing and locks (contract §7).
 ///
-/// Rules: one JWT per key, reused by every connection; re-signed once it is `refreshSeconds` old
-/// (50 minutes by default, never below 20: APNs answers 429 TooManyProviderTokenUpdates to a
-/// connection that switches tokens more often); re-signed at once, whatever its age, after APNs
-/// answers 403 ExpiredProviderToken to the current token, but only once in a row: a token signed
-/// for that reason that is itself called expired is kept until it is 20 minutes old (our clock
-/// is then far behind Apple's, and a new token would carry the same error).
+/// Rules: one JWT per key at a time for connections that take one; each connection keeps the
+/// token it took until that token is `refreshSeconds` old (50 minutes by default, never below
+/// 20). APNs answers 429 TooManyProviderTokenUpdates to a connection that changes tokens within
+/// 20 minutes, so a connection only takes the newest token while it can keep it that long (no
+/// older than `refreshSeconds` − 20 minutes); otherwise a new one is signed for it, which later
+/// connections share. The token is re-signed at once, whatever its age, after APNs answers 403
+/// ExpiredProviderToken to the newest token, but only once in a row: a token signed for that
+/// reason that is itself called expired is kept until it is 20 minutes old (our clock is then
+/// far behind Apple's, and a new token would carry the same error). A connection whose token
+/// APNs called expired takes another at once.
 struct APNsTokenStateMachine {
-    /// The floor on a token's age before a routine refresh: 20 minutes.
+    /// The floor on a token's age before a routine refresh, and on how long a connection keeps
+    /// a token: 20 minutes.
     static let minimumRefreshSeconds: Int64 = 20 * 60
 
-    /// The token in use.
+    /// A signed token.
     struct Token: Equatable {
         var jwt: String
         var issuedAt: Int64
@@ -20,18 +26,29 @@ struct APNsTokenStateMachine {
         var forced: Bool
     }
 
-    /// Age (seconds) at which a token is re-signed.
+    /// Age (seconds) at which a connection stops sending a token.
     let refreshSeconds: Int64
+    /// The newest token.
     private(set) var current: Token?
     private var refreshRequested = false
+    /// APNs called the token of this generation expired: it and older ones are not kept.
+    private var retiredThrough: UInt64 = 0
 
     init(refreshSeconds: Int64) {
         self.refreshSeconds = max(refreshSeconds, Self.minimumRefreshSeconds)
     }
 
-    /// The token to use at `now`, or nil when one must be signed (then call `signed`).
-    func usableToken(now: Int64) -> Token? {
-        guard let current, !refreshRequested, now - current.issuedAt < refreshSeconds else { return nil }
+    /// Whether a connection that sends the token of `generation`, signed at `issuedAt`, goes on
+    /// sending it at `now`.
+    func keeps(generation: UInt64, issuedAt: Int64, now: Int64) -> Bool {
+        generation > retiredThrough && now - issuedAt < refreshSeconds
+    }
+
+    /// The token a connection that needs one takes at `now`: the newest, while it can be kept
+    /// for 20 minutes; nil when one must be signed (then call `signed`).
+    func tokenToTake(now: Int64) -> Token? {
+        guard let current, !refreshRequested, current.generation > retiredThrough,
+              now - current.issuedAt <= refreshSeconds - Self.minimumRefreshSeconds else { return nil }
         return current
     }
 
@@ -43,12 +60,19 @@ struct APNsTokenStateMachine {
     }
 
     /// APNs answered ExpiredProviderToken to a stream sent with token `generation`. Returns true
-    /// when the next stream will carry a different token (already replaced, or replaced now).
+    /// when the next stream of that connection will carry a different token (a newer one exists,
+    /// or one is signed now).
     mutating func expiredProviderToken(generation: UInt64, now: Int64) -> Bool {
-        guard let current, current.generation == generation else { return true }
+        guard let current else { return true }
+        guard current.generation == generation else {
+            // An older token: its connections take the newest (or a fresh one) from now on.
+            retiredThrough = max(retiredThrough, generation)
+            return true
+        }
         if refreshRequested { return true }
         if current.forced && now - current.issuedAt < Self.minimumRefreshSeconds { return false }
         refreshRequested = true
+        retiredThrough = max(retiredThrough, generation)
         return true
     }
 }

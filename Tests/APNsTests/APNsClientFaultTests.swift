@@ -8,11 +8,11 @@ import Observability
 
 /// Starts a simulator on the test credentials with `faults`.
 private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimulatorFaults,
-                            maxConcurrentStreams: Int = 100) throws -> APNsSimulator {
+                            maxConcurrentStreams: Int = 100, clock: (@Sendable () -> Int64)? = nil) throws -> APNsSimulator {
     var configuration = environment.credentials.simulatorConfiguration()
     configuration.maxConcurrentStreams = maxConcurrentStreams
     configuration.faults = faults
-    let simulator = try APNsSimulator(configuration: configuration)
+    let simulator = try clock.map { try APNsSimulator(configuration: configuration, clock: $0) } ?? APNsSimulator(configuration: configuration)
     try simulator.start()
     return simulator
 }
@@ -184,6 +184,45 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         #expect(recorder.retries[.expiredProviderToken] ?? 0 >= 1)
         #expect(try #require(environment.tokenProvider.issuedAt) > firstIssuedAt)
         #expect((simulator.statistics.answersByStatus[403] ?? 0) >= 1)
+    }
+
+    /// APNs refuses a connection that changes provider tokens within 20 minutes (429
+    /// TooManyProviderTokenUpdates). A connection opened 35 minutes into a token's life must not
+    /// be made to change it when that token turns 50 minutes old.
+    @Test(.timeLimit(.minutes(1)))
+    func aConnectionOpenedLateInATokensLifeIsNotMadeToChangeItTooSoon() async throws {
+        let clock = TestClock(Timestamp.nowMilliseconds() / 1000)
+        let environment = try ClientEnvironment(tokenClock: clock.function)
+        defer { environment.tearDown() }
+        let perConnection = APNsSimulatorFaults(tokenUpdateMinimumInterval: .seconds(20 * 60))
+        let simulator = try startSimulator(environment, faults: perConnection, clock: clock.function)
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+        client.send(batch(0..<20))
+        #expect(await eventually { recorder.callCount >= 20 })
+
+        // 35 minutes on, one connection is sent away and replaced.
+        clock.advance(by: 35 * 60)
+        var goingAway = perConnection
+        goingAway.goAwayEveryStreams = 1
+        try simulator.setFaults(goingAway)
+        client.send(batch(20..<21))
+        #expect(await eventually { recorder.callCount >= 21 && simulator.statistics.goAwaysSent >= 1 })
+        try simulator.setFaults(perConnection)
+        #expect(await eventually { simulator.statistics.connectionsAccepted >= 3 && client.connectionStates[.ready] == 2 })
+        client.send(batch(21..<61))
+        #expect(await eventually { recorder.callCount >= 61 })
+
+        // 51 minutes on: the first token is old for the first connection, not for the new one.
+        clock.advance(by: 16 * 60)
+        client.send(batch(61..<161))
+        #expect(await eventually { recorder.callCount >= 161 })
+        expectDelivered(recorder, 0..<161)
+        #expect(simulator.statistics.answersByStatus[429] == nil)
+        #expect(recorder.retries.isEmpty, "\(recorder.retries)")
     }
 
     @Test(.timeLimit(.minutes(1)))

@@ -112,13 +112,14 @@ struct ClientEnvironment {
     let tokenProvider: APNsTokenProvider
     let group: EventLoopGroup
 
-    init() throws {
+    /// `tokenClock` (Unix seconds) dates the provider tokens; nil: the system clock.
+    init(tokenClock: (@Sendable () -> Int64)? = nil) throws {
         scratch = try ScratchDirectory()
         credentials = try TestCredentials.generate(in: scratch.path)
         tls = try TLSClientContext(TLSClientConfiguration(caFile: credentials.caFile))
         let signer = JWTSigner(key: try APNsSigningKey(pemFile: credentials.authKeyFile),
                                keyID: credentials.keyID, teamID: credentials.teamID)
-        tokenProvider = APNsTokenProvider(signer: signer)
+        tokenProvider = tokenClock.map { APNsTokenProvider(signer: signer, clock: $0) } ?? APNsTokenProvider(signer: signer)
         group = try EventLoopGroup(threads: 2, name: "apns-client-test")
     }
 

@@ -18,6 +18,7 @@ extension APNsConnectionPool {
                 maxResponseBodyBytes: APNsConnectionPool.maxResponseBodyBytes
             )
             member.connection = connection
+            member.authorization = nil
             connection.start()
         case .sendPing:
             if member.connection?.ping() != true {

@@ -24,6 +24,10 @@ final class APNsConnectionPool: @unchecked Sendable {
         var peakActiveStreams = 0
         /// Streams were submitted during this pump: flush once at its end.
         var needsFlush = false
+        /// The provider token this member's connection sends (token auth): kept per connection,
+        /// since APNs refuses a connection that changes tokens within 20 minutes. Nil until the
+        /// connection's first stream; a new connection starts without one.
+        var authorization: APNsTokenProvider.Authorization?
         /// Weak: a pool dropped without `shutdown()` must not be kept alive by its connections.
         weak var pool: APNsConnectionPool?
 
@@ -187,12 +191,15 @@ final class APNsConnectionPool: @unchecked Sendable {
     func pump() {
         loop.preconditionInEventLoop()
         guard delivery.queuedCount > 0, members.contains(where: { $0.room > 0 }) else { return }
-        let authorization: APNsTokenProvider.Authorization?
-        do {
-            authorization = try tokenProvider?.authorization()
-        } catch {
-            logger.error("cannot sign a provider token", metadata: ["apns.pool": name, "error": "\(error)"])
-            return
+        if let tokenProvider {
+            do {
+                for member in members where member.room > 0 {
+                    member.authorization = try tokenProvider.authorization(keeping: member.authorization)
+                }
+            } catch {
+                logger.error("cannot sign a provider token", metadata: ["apns.pool": name, "error": "\(error)"])
+                return
+            }
         }
         let now = clock.now()
         while delivery.queuedCount > 0 {
@@ -205,7 +212,7 @@ final class APNsConnectionPool: @unchecked Sendable {
             for offset in 0..<members.count {
                 let member = members[(rotation &+ offset) % members.count]
                 guard member.room > 0 else { continue }
-                let count = submit(upTo: share, on: member, authorization: authorization, now: now)
+                let count = submit(upTo: share, on: member, now: now)
                 if count > 0 { member.needsFlush = true }
                 submitted += count
             }
@@ -229,9 +236,9 @@ final class APNsConnectionPool: @unchecked Sendable {
     }
 
     /// Submits up to `limit` queued notifications on `member`'s connection; returns how many.
-    private func submit(upTo limit: Int, on member: Member, authorization: APNsTokenProvider.Authorization?,
-                        now: APNsInstant) -> Int {
+    private func submit(upTo limit: Int, on member: Member, now: APNsInstant) -> Int {
         guard let connection = member.connection else { return 0 }
+        let authorization = member.authorization
         var count = 0
         while count < limit, member.room > 0,
               let entry = delivery.nextToSend(now: now, finished: &finishedScratch) {

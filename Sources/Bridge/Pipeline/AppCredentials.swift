@@ -16,7 +16,7 @@ struct AppCredentials: Sendable {
     /// Loads the key or certificate files of `app`.
     ///
     /// Apps that use the same key (team id and key id) share one token provider, so one JWT per
-    /// key serves every connection (`tokenProviders` collects them by `team/key`).
+    /// key at a time serves their connections (`tokenProviders` collects them by `team/key`).
     /// - Throws: `PipelineError` naming the app and the file; never key material or passphrases.
     init(app: AppSettings, caFile: String?, tokenProviders: inout [String: APNsTokenProvider]) throws(PipelineError) {
         do {
