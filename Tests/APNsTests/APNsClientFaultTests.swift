@@ -225,6 +225,37 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         #expect(recorder.retries.isEmpty, "\(recorder.retries)")
     }
 
+    /// A server that announces SETTINGS_MAX_CONCURRENT_STREAMS 0 and keeps answering PINGs takes
+    /// nothing: its connections are replaced after a request timeout, the endpoint counts as
+    /// unreachable while every new one does the same, and once it allows streams again every
+    /// notification waiting is delivered.
+    @Test(.timeLimit(.minutes(1)))
+    func aServerThatAllowsNoStreamsIsLeftAndTheNotificationsWait() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults())
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder,
+                                            requestTimeoutNanoseconds: 300_000_000)
+        defer { client.shutdown() }
+        client.start()
+        client.send(batch(0..<1))
+        #expect(await eventually { recorder.callCount >= 1 })
+
+        simulator.setMaxConcurrentStreams(0)
+        client.send(batch(1..<6))
+        #expect(await eventually(timeout: .seconds(20)) {
+            simulator.statistics.connectionsAccepted >= 3 && client.isUnreachable
+        }, "replaced, and unreachable while no connection takes streams")
+        #expect(recorder.callCount == 1, "waiting, not failed")
+
+        simulator.setMaxConcurrentStreams(100)
+        #expect(await eventually(timeout: .seconds(20)) { recorder.callCount >= 6 })
+        expectDelivered(recorder, 0..<6)
+        #expect(await eventually { !client.isUnreachable })
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func stalledStreamsTimeOutAndAreRetried() async throws {
         let environment = try ClientEnvironment()

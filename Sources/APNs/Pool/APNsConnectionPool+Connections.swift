@@ -69,9 +69,12 @@ extension APNsConnectionPool {
         rearmTimer()
     }
 
-    func settingsChanged() {
+    func settingsChanged(_ member: Member, _ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {
         loop.preconditionInEventLoop()
+        guard member.connection === connection else { return }
+        member.machine.peerStreamLimitChanged(maxConcurrentStreams, now: clock.now().nanoseconds)
         pump()
+        rearmTimer()
     }
 
     func pingAcknowledged(_ member: Member, _ connection: HTTP2ClientConnection) {

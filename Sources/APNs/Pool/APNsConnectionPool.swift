@@ -53,7 +53,7 @@ final class APNsConnectionPool: @unchecked Sendable {
         }
 
         func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {
-            pool?.settingsChanged()
+            pool?.settingsChanged(self, connection, maxConcurrentStreams: maxConcurrentStreams)
         }
 
         func connectionDidReceivePingAcknowledgement(_ connection: HTTP2ClientConnection) {
@@ -141,7 +141,8 @@ final class APNsConnectionPool: @unchecked Sendable {
             reconnect: APNsBackoff(
                 initial: .nanoseconds(Int64(clamping: configuration.reconnectDelayNanoseconds)),
                 maximum: .nanoseconds(Int64(clamping: configuration.maxReconnectDelayNanoseconds))
-            )
+            ),
+            zeroStreamLimitTimeoutNanoseconds: max(Int64(clamping: configuration.requestTimeoutNanoseconds), 1_000_000)
         )
         for index in 0..<configuration.connections {
             members.append(Member(

@@ -15,6 +15,10 @@ struct APNsConnectionStateMachine {
         var reconnect: APNsBackoff
         /// A connection ready at least this long resets the reconnect backoff when it closes.
         var stableAfterNanoseconds: Int64 = 10_000_000_000
+        /// How long a ready connection may allow no streams at all (SETTINGS_MAX_CONCURRENT_STREAMS
+        /// 0) before it is replaced: the pool sets the request timeout, the longest a stream may
+        /// wait for its answer.
+        var zeroStreamLimitTimeoutNanoseconds: Int64 = 10_000_000_000
     }
 
     enum State: Equatable {
@@ -57,6 +61,10 @@ struct APNsConnectionStateMachine {
     /// connection may be half-open, so it takes no new streams until its PING is acknowledged
     /// (or any frame arrives) and is closed if none is.
     private(set) var suspectSince: Int64?
+    /// Since when the server has allowed no streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0):
+    /// a ready connection that takes nothing, answers PINGs and would otherwise hold the pool's
+    /// notifications forever while it counts as up.
+    private(set) var zeroStreamLimitSince: Int64?
 
     init(configuration: Configuration, jitter: APNsJitterSource) {
         self.configuration = configuration
@@ -126,6 +134,12 @@ struct APNsConnectionStateMachine {
         }
     }
 
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS is now `limit` (also before it is ready: its
+    /// first SETTINGS make it ready).
+    mutating func peerStreamLimitChanged(_ limit: Int, now: Int64) {
+        zeroStreamLimitSince = limit == 0 ? (zeroStreamLimitSince ?? now) : nil
+    }
+
     /// The server sent GOAWAY: no new streams; the pool closes it once its streams are done.
     mutating func goAwayReceived() {
         if case .ready(let since) = state { state = .draining(readySince: since) }
@@ -190,6 +204,7 @@ struct APNsConnectionStateMachine {
         }
         pingSentAt = nil
         suspectSince = nil
+        zeroStreamLimitSince = nil
         if isShutDown {
             state = .closed
             return reason
@@ -211,12 +226,14 @@ struct APNsConnectionStateMachine {
     }
 
     /// Time passes: reconnect when the backoff is over, PING when idle, give up on an
-    /// unanswered PING.
+    /// unanswered PING or on a server that has allowed no streams for the whole timeout.
     mutating func tick(now: Int64) -> Action {
         switch state {
         case .backingOff(let until) where now >= until:
             state = .connecting(since: now)
             return .connect
+        case .ready where zeroStreamLimitSince.map { now - $0 >= configuration.zeroStreamLimitTimeoutNanoseconds } == true:
+            return requestClose(.noStreamsAllowed)
         case .ready, .draining:
             if let sentAt = pingSentAt {
                 if now - sentAt >= configuration.pingTimeoutNanoseconds {
@@ -238,8 +255,10 @@ struct APNsConnectionStateMachine {
         case .backingOff(let until):
             return until
         case .ready, .draining:
-            if let sentAt = pingSentAt { return sentAt + configuration.pingTimeoutNanoseconds }
-            return lastActivity + configuration.pingIntervalNanoseconds
+            let ping = pingSentAt.map { $0 + configuration.pingTimeoutNanoseconds }
+                ?? lastActivity + configuration.pingIntervalNanoseconds
+            guard case .ready = state, let since = zeroStreamLimitSince else { return ping }
+            return min(ping, since + configuration.zeroStreamLimitTimeoutNanoseconds)
         default:
             return nil
         }

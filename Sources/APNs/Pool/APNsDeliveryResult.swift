@@ -107,6 +107,8 @@ public enum APNsConnectionCloseReason: Sendable, Equatable {
     case goAway
     /// Its stream ids are used up.
     case streamIDsExhausted
+    /// The server allowed no streams (SETTINGS_MAX_CONCURRENT_STREAMS 0) for a whole request timeout.
+    case noStreamsAllowed
     /// The pool is shutting down.
     case shutdown
     /// The connection could not be opened (DNS, TCP, TLS, ALPN, first SETTINGS): the text says why.
@@ -118,7 +120,7 @@ public enum APNsConnectionCloseReason: Sendable, Equatable {
     var isFailure: Bool {
         switch self {
         case .goAway, .streamIDsExhausted, .shutdown: false
-        case .pingTimeout, .connectFailed, .lost: true
+        case .pingTimeout, .noStreamsAllowed, .connectFailed, .lost: true
         }
     }
 }

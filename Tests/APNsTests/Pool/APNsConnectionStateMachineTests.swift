@@ -35,6 +35,39 @@ import Testing
         #expect(delays.count < 10 * 3600 / 15)
     }
 
+    /// A server that allows no streams (SETTINGS_MAX_CONCURRENT_STREAMS 0) and answers PINGs
+    /// would hold the pool's notifications forever on a connection that counts as ready: after
+    /// the timeout it is replaced, as a failure, unless the server raises its limit in time.
+    @Test func aConnectionAllowedNoStreamsForTheWholeTimeoutIsReplaced() {
+        var connection = APNsConnectionStateMachine(
+            configuration: .init(pingIntervalNanoseconds: 60 * second, pingTimeoutNanoseconds: 10 * second,
+                                 reconnect: APNsBackoff(initial: .milliseconds(100), maximum: .seconds(30)),
+                                 zeroStreamLimitTimeoutNanoseconds: 5 * second),
+            jitter: fixedJitter(0))
+        _ = connection.start(now: 0)
+        connection.peerStreamLimitChanged(0, now: 1 * second)   // its first SETTINGS
+        connection.becameReady(now: 1 * second)
+        #expect(connection.nextDeadline == 6 * second)
+        #expect(connection.tick(now: 6 * second - 1) == .none)
+        connection.pingAcknowledged(now: 3 * second)            // alive, but still no streams
+        #expect(connection.tick(now: 6 * second) == .close(.noStreamsAllowed))
+        #expect(connection.closed(now: 6 * second, lostReason: "") == .noStreamsAllowed)
+        #expect(connection.consecutiveFailures == 1)
+        #expect(connection.stateName == .backoff)
+
+        // A limit raised before the timeout keeps the connection; lowered to 0 again, the
+        // timeout starts over.
+        _ = connection.tick(now: connection.nextDeadline!)
+        connection.peerStreamLimitChanged(0, now: 10 * second)
+        connection.becameReady(now: 10 * second)
+        connection.peerStreamLimitChanged(100, now: 14 * second)
+        #expect(connection.nextDeadline == 10 * second + 60 * second, "only the PING interval is left")
+        #expect(connection.tick(now: 16 * second) == .none)
+        connection.peerStreamLimitChanged(0, now: 20 * second)
+        #expect(connection.nextDeadline == 25 * second)
+        #expect(connection.tick(now: 25 * second) == .close(.noStreamsAllowed))
+    }
+
     @Test func aStableConnectionResetsTheBackoffAGracefulCloseIsNoFailure() {
         var connection = machine(jitter: fixedJitter(0))
         _ = connection.start(now: 0)
