@@ -123,6 +123,30 @@ struct TransactionCommitterTests {
         #expect(try fixture.committedValues(count: 2) == ["p0-o0-0", "p0-o1-0"])
     }
 
+    /// At shutdown every transaction call ends by the deadline the pipeline gives: a commit whose
+    /// records cannot be flushed (their leader is down) is left uncommitted, for the next owner
+    /// to read again, and `stop` returns within the budget without failing the pipeline, instead
+    /// of after 30 s per call and five calls.
+    @Test func aCommitThatCannotFinishBeforeTheShutdownDeadlineIsLeftUncommitted() throws {
+        let fixture = try Fixture(brokers: 2, outputLeader: 2)   // 30 s per call, five calls
+        defer { fixture.close() }
+        let p0 = fixture.partition(0)
+        _ = fixture.record(p0, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 1 })
+
+        fixture.cluster.setBrokerDown(2)
+        let start = Timestamp.monotonicNanoseconds()
+        fixture.committer.limitCalls(toEndBy: start + 2_000_000_000)
+        _ = fixture.record(p0, 1, outputs: 1)
+        fixture.committer.stop()
+        let stoppedAfter = Double(Timestamp.monotonicNanoseconds() - start) / 1e9
+        #expect(stoppedAfter < 4, "stopped after \(stoppedAfter) s")
+        #expect(p0.committedNextOffset == 1)
+        #expect(fixture.fatal.withLock { $0 } == nil)
+        fixture.cluster.setBrokerUp(2)
+        #expect(try fixture.committedValues(count: 1) == ["p0-o0-0"])
+    }
+
     /// After a fatal error an output is no longer buffered; its record must then never
     /// complete, or a transaction still under way could commit its offset without it.
     @Test func anOutputRefusedAfterAFatalErrorKeepsItsRecordIncomplete() throws {

@@ -366,6 +366,8 @@ extension BridgePipeline {
         if let assignment = try? consumer.assignment(), !assignment.isEmpty {
             try? consumer.pause(assignment)
         }
+        // Exactly once: no transaction call of the drain or the last commit outlasts the budget.
+        committer?.limitCalls(toEndBy: deadline - Self.closingReserveNanoseconds(of: timeout) / 2)
         logger.info("draining", metadata: ["bridge.in_flight": "\(inFlight)"])
         while inFlight > 0, Timestamp.monotonicNanoseconds() < drainDeadline, fatalReason == nil {
             // Keep serving the group (and rebalance callbacks) while answers come in; records

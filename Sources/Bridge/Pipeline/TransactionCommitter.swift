@@ -4,6 +4,7 @@ import Glibc
 import HTTP2
 import Kafka
 import Observability
+import Synchronization
 
 /// Exactly-once mode's one producing thread: it takes each partition's released outputs (see
 /// ``PartitionOutputSequencer``), produces them in one transaction together with the offsets
@@ -64,6 +65,9 @@ final class TransactionCommitter: @unchecked Sendable {
 
     /// The committer thread, for the confinement checks of the members below.
     private let committerThread = Locked<pthread_t?>(nil)
+    /// Monotonic time by which every transaction call must end (the shutdown's deadline, once
+    /// known); `UInt64.max` until then.
+    private let callsEndBy = Atomic<UInt64>(.max)
 
     // Committer thread only.
     private var batch: [ObjectIdentifier: Share] = [:]
@@ -134,6 +138,14 @@ final class TransactionCommitter: @unchecked Sendable {
             usleep(1000)  // consumer thread, inside the rebalance callback
         }
         return true
+    }
+
+    /// From now on every transaction call ends by `deadline` (monotonic nanoseconds), and a
+    /// batch that cannot be committed by then is left uncommitted rather than retried: the
+    /// shutdown's budget (`shutdown_timeout`), which a commit whose records cannot be flushed
+    /// would otherwise overrun by its 30 s timeout times its attempts. Any thread.
+    func limitCalls(toEndBy deadline: UInt64) {
+        callsEndBy.store(deadline, ordering: .relaxed)
     }
 
     /// Commits what is released, stops the thread and waits for it. Idempotent.
@@ -234,6 +246,21 @@ final class TransactionCommitter: @unchecked Sendable {
         }
     }
 
+    /// The timeout of the next blocking transaction call: `settings.timeoutMilliseconds`, or
+    /// the time left until ``limitCalls(toEndBy:)``'s deadline when that is sooner (at least 1 ms).
+    private var callTimeoutMilliseconds: Int32 {
+        let deadline = callsEndBy.load(ordering: .relaxed)
+        guard deadline != .max else { return settings.timeoutMilliseconds }
+        let now = Timestamp.monotonicNanoseconds()
+        let left = deadline > now ? (deadline - now) / 1_000_000 : 0
+        return Int32(clamping: max(1, min(UInt64(settings.timeoutMilliseconds), left)))
+    }
+
+    /// Whether ``limitCalls(toEndBy:)``'s deadline has passed.
+    private var isOutOfTime: Bool {
+        Timestamp.monotonicNanoseconds() >= callsEndBy.load(ordering: .relaxed)
+    }
+
     private func commit(_ shares: [Share]) throws(KafkaError) {
         try producer.beginTransaction()
         for share in shares {
@@ -256,9 +283,9 @@ final class TransactionCommitter: @unchecked Sendable {
         } catch {
             throw KafkaError(code: KafkaError.Code.invalidArgument, message: "\(error)", transactionRequiresAbort: true)
         }
-        try producer.sendOffsetsToTransaction(offsets, groupMetadata: metadata, timeoutMilliseconds: settings.timeoutMilliseconds)
+        try producer.sendOffsetsToTransaction(offsets, groupMetadata: metadata, timeoutMilliseconds: callTimeoutMilliseconds)
         try resuming("committing the transaction") { () throws(KafkaError) in
-            try producer.commitTransaction(timeoutMilliseconds: settings.timeoutMilliseconds)
+            try producer.commitTransaction(timeoutMilliseconds: callTimeoutMilliseconds)
         }
     }
 
@@ -275,7 +302,7 @@ final class TransactionCommitter: @unchecked Sendable {
                 return
             } catch {
                 guard error.isRetriable, !error.transactionRequiresAbort, !error.isFatal,
-                      attempt < settings.maxAttempts, !isFailed() else { throw error }
+                      attempt < settings.maxAttempts, !isFailed(), !isOutOfTime else { throw error }
                 attempt += 1
                 statistics.withLock { $0.resumed += 1 }
                 logger.warning("\(action) did not finish in time; calling it again", metadata: [
@@ -292,6 +319,15 @@ final class TransactionCommitter: @unchecked Sendable {
             onFatal(describeFatal(producer.fatalError ?? error, action: "committing a transaction"))
             return
         }
+        if isOutOfTime {
+            // Stopping, and the shutdown's time is up: nothing more is committed. The batch's
+            // offsets stay uncommitted, so its records are read again by the next owner, and the
+            // open transaction is aborted by the coordinator (or by the next producer with this
+            // transactional id).
+            logger.warning("the last transaction did not finish before the shutdown deadline; its outputs stay uncommitted",
+                           metadata: ["error": error.description, "bridge.outputs": "\(outputs)"])
+            return
+        }
         statistics.withLock { $0.aborted += 1 }
         failedAttempts += 1
         logger.warning("transaction failed; aborting it and producing its batch again", metadata: [
@@ -299,8 +335,11 @@ final class TransactionCommitter: @unchecked Sendable {
         ])
         do {
             try resuming("aborting the transaction") { () throws(KafkaError) in
-                try producer.abortTransaction(timeoutMilliseconds: settings.timeoutMilliseconds)
+                try producer.abortTransaction(timeoutMilliseconds: callTimeoutMilliseconds)
             }
+        } catch where isOutOfTime {
+            logger.warning("aborting a transaction did not finish before the shutdown deadline", metadata: ["error": error.description])
+            return
         } catch {
             onFatal(describeFatal(error, action: "aborting a transaction"))
             return
