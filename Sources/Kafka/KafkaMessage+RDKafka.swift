@@ -4,7 +4,7 @@ extension KafkaMessage {
     /// Copies a consumed librdkafka record (which must have `err == 0`) of topic `topic`.
     init(_ message: UnsafePointer<rd_kafka_message_t>, topic: String) {
         let record = message.pointee
-        var headers: [(name: String, value: [UInt8])] = []
+        var headers: [KafkaHeader] = []
         var headerList: OpaquePointer?
         if rd_kafka_message_headers(message, &headerList) == RD_KAFKA_RESP_ERR_NO_ERROR, let headerList {
             headers.reserveCapacity(rd_kafka_header_cnt(headerList))
@@ -13,7 +13,8 @@ extension KafkaMessage {
             var value: UnsafeRawPointer?
             var size = 0
             while rd_kafka_header_get_all(headerList, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
-                let bytes = value.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: size)) } ?? []
+                // A NULL value is a null header value, kept as nil (not read as empty).
+                let bytes = value.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: size)) }
                 headers.append((name: name.map { String(cString: $0) } ?? "", value: bytes))
                 index += 1
             }

@@ -1,3 +1,7 @@
+/// A record header: its name, and its value or nil for a null value (Kafka headers may have
+/// one, and a dead letter repeats it as it was).
+public typealias KafkaHeader = (name: String, value: [UInt8]?)
+
 /// A record read from Kafka.
 ///
 /// Optional properties that hold references are declared `Optional<…>`, not `…?`: a `var x: T?`
@@ -14,8 +18,8 @@ public struct KafkaMessage: Sendable {
     public var key: Optional<[UInt8]>
     /// The record value, or nil for a null value (a tombstone).
     public var value: Optional<[UInt8]>
-    /// The record headers in their original order; a null header value is read as empty.
-    public var headers: [(name: String, value: [UInt8])]
+    /// The record headers in their original order; a null header value is nil.
+    public var headers: [KafkaHeader]
     /// The record timestamp in milliseconds since the epoch, nil when not available.
     public var timestampMilliseconds: Int64?
 
@@ -26,7 +30,7 @@ public struct KafkaMessage: Sendable {
         offset: Int64,
         key: [UInt8]?,
         value: [UInt8]?,
-        headers: [(name: String, value: [UInt8])],
+        headers: [KafkaHeader],
         timestampMilliseconds: Int64?
     ) {
         self.topic = topic
@@ -43,8 +47,8 @@ public struct KafkaMessage: Sendable {
         KafkaTopicPartition(topic: topic, partition: partition)
     }
 
-    /// The value of the first header called `name`, or nil.
+    /// The value of the first header called `name`, or nil (also for a null value).
     public func header(_ name: String) -> [UInt8]? {
-        headers.first(where: { $0.name == name })?.value
+        headers.first(where: { $0.name == name })?.value ?? nil
     }
 }

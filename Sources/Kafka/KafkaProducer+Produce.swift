@@ -15,7 +15,7 @@ enum ProduceOutcome: Sendable {
 /// The headers of one produce call: a list, or one header whose value is read from memory the
 /// caller keeps valid during the call (no array made for it).
 enum ProduceHeaders {
-    case list([(name: String, value: [UInt8])])
+    case list([KafkaHeader])
     case one(name: String, value: UnsafeRawBufferPointer)
 
     var count: Int {
@@ -28,7 +28,7 @@ enum ProduceHeaders {
     /// Bytes the names (each NUL-terminated) and values take.
     var byteCount: Int {
         switch self {
-        case .list(let headers): headers.reduce(0) { $0 + $1.name.utf8.count + 1 + $1.value.count }
+        case .list(let headers): headers.reduce(0) { $0 + $1.name.utf8.count + 1 + ($1.value?.count ?? 0) }
         case .one(let name, let value): name.utf8.count + 1 + value.count
         }
     }
@@ -39,7 +39,7 @@ extension KafkaProducer {
     /// the header names/values in stack-backed temporary buffers: no heap allocation for
     /// native Swift strings and a few small headers.
     func produceOnce(
-        topic: String, key: [UInt8]?, value: [UInt8]?, headers: [(name: String, value: [UInt8])], tag: UInt64,
+        topic: String, key: [UInt8]?, value: [UInt8]?, headers: [KafkaHeader], tag: UInt64,
         partition: Int32? = nil, timestampMilliseconds: Int64? = nil
     ) -> ProduceOutcome {
         KafkaProducer.withOptionalBytes(key) { keyBytes in
@@ -94,7 +94,7 @@ extension KafkaProducer {
                     case .list(let list):
                         var offset = 0
                         for header in list {
-                            let written = header.value.withUnsafeBytes {
+                            let written = KafkaProducer.withOptionalBytes(header.value) {
                                 KafkaProducer.header(header.name, $0, at: base + offset)
                             }
                             arguments.initializeElement(at: index, to: written.argument)
@@ -120,12 +120,16 @@ extension KafkaProducer {
     }
 
     /// Writes a header's name (NUL-terminated) and value to `destination`; returns its argument
-    /// for `rd_kafka_produceva`, pointing there, and how many bytes it took.
-    private static func header(_ name: String, _ value: UnsafeRawBufferPointer,
+    /// for `rd_kafka_produceva`, pointing there, and how many bytes it took. A nil value is a
+    /// null header value (librdkafka reads a NULL pointer so).
+    private static func header(_ name: String, _ value: UnsafeRawBufferPointer?,
                                at destination: UnsafeMutableRawPointer) -> (argument: rd_kafka_vu_t, byteCount: Int) {
         var offset = copy(name, to: destination)
         destination.storeBytes(of: 0, toByteOffset: offset, as: UInt8.self)
         offset += 1
+        guard let value else {
+            return (apnsb_rd_kafka_vu_header(destination.assumingMemoryBound(to: CChar.self), nil, 0), offset)
+        }
         let valueStart = destination + offset
         offset += copy(value, to: valueStart)
         let argument = apnsb_rd_kafka_vu_header(destination.assumingMemoryBound(to: CChar.self), valueStart, value.count)

@@ -143,7 +143,7 @@ public final class KafkaProducer: @unchecked Sendable {
     /// record produced here needs no array of its own. On false, the caller makes the record and
     /// enqueues it.
     public func produceNow(topic: String, key: [UInt8]?, value: UnsafeRawBufferPointer,
-                           headers: [(name: String, value: [UInt8])], tag: UInt64) -> Bool {
+                           headers: [KafkaHeader], tag: UInt64) -> Bool {
         produceNowIfClear {
             KafkaProducer.withOptionalBytes(key) { keyBytes in
                 produceOnce(topic: topic, keyBytes: keyBytes, valueBytes: value, headers: .list(headers), tag: tag)
@@ -197,7 +197,7 @@ public final class KafkaProducer: @unchecked Sendable {
     ///   - partition: nil lets the partitioner choose.
     ///   - timestampMilliseconds: the record's CreateTime; nil for now.
     public func produce(
-        topic: String, key: [UInt8]?, value: [UInt8]?, headers: [(name: String, value: [UInt8])], tag: UInt64,
+        topic: String, key: [UInt8]?, value: [UInt8]?, headers: [KafkaHeader], tag: UInt64,
         partition: Int32? = nil, timestampMilliseconds: Int64? = nil
     ) throws {
         var waitDeadline: UInt64?

@@ -109,7 +109,7 @@ struct LogSecrecyTests {
         }
         let records = published.map { message in
             String(decoding: (message.key ?? []) + (message.value ?? []), as: UTF8.self)
-                + message.headers.map { $0.name + String(decoding: $0.value, as: UTF8.self) }.joined()
+                + message.headers.map { $0.name + String(decoding: $0.value ?? [], as: UTF8.self) }.joined()
         }.joined(separator: "\n")
         let everything = logs + check.output + send.output + records + statusPages.map { $0?.body ?? "" }.joined()
         #expect(run.errorOutput.contains("pipeline started"))

@@ -18,7 +18,7 @@ struct KafkaConsumerTests {
             try producer.produce(
                 topic: "requests", key: index % 10 == 0 ? nil : Array("key-\(index)".utf8),
                 value: Array("value-\(index)".utf8),
-                headers: [(name: "request-id", value: Array("r\(index)".utf8)), (name: "empty", value: [])],
+                headers: [(name: "request-id", value: Array("r\(index)".utf8)), (name: "empty", value: []), (name: "null", value: nil)],
                 tag: UInt64(index))
         }
         #expect(producer.flush(timeoutMilliseconds: 10_000))
@@ -36,9 +36,10 @@ struct KafkaConsumerTests {
             let index = try #require(Int(String(decoding: value, as: UTF8.self).dropFirst(6)))
             #expect(message.topic == "requests")
             #expect(message.key == (index % 10 == 0 ? nil : Array("key-\(index)".utf8)))
-            #expect(message.headers.map(\.name) == ["request-id", "empty"])
+            #expect(message.headers.map(\.name) == ["request-id", "empty", "null"])
             #expect(message.header("request-id") == Array("r\(index)".utf8))
-            #expect(message.header("empty") == [])
+            // An empty value and a null one arrive as they were produced.
+            #expect(message.headers.map(\.value) == [Array("r\(index)".utf8), [], nil])
             let timestamp = try #require(message.timestampMilliseconds)
             #expect(timestamp >= before - 1 && timestamp <= after + 1)
         }

@@ -7,12 +7,12 @@ public struct KafkaOutboundRecord: Sendable {
     /// The value (never null: outputs always have one).
     public var value: [UInt8]
     /// Headers, in order.
-    public var headers: [(name: String, value: [UInt8])]
+    public var headers: [KafkaHeader]
     /// Handed back to the delivery handler.
     public var tag: UInt64
 
     /// Creates a record.
-    public init(topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: [UInt8])], tag: UInt64) {
+    public init(topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader], tag: UInt64) {
         self.topic = topic
         self.key = key
         self.value = value
@@ -24,7 +24,7 @@ public struct KafkaOutboundRecord: Sendable {
     public var payloadSize: Int {
         var size = value.count + (key?.count ?? 0)
         for header in headers {
-            size += header.name.utf8.count + header.value.count
+            size += header.name.utf8.count + (header.value?.count ?? 0)
         }
         return size
     }
