@@ -10,8 +10,9 @@ import Observability
 /// once per connection per batch of streams, and signing (ECDSA, about a millisecond's tenth)
 /// happens under it at most once per refresh.
 public final class APNsTokenProvider: Sendable {
-    /// The floor on token age before a routine refresh: 20 minutes.
-    public static let minimumRefreshSeconds: Int64 = APNsTokenStateMachine.minimumRefreshSeconds
+    /// The floor on the refresh age: 41 minutes (each connection keeps a token 21 minutes, and
+    /// a token is shared for 20 before the next one is signed).
+    public static let minimumRefreshSeconds: Int64 = APNsTokenStateMachine.minimumRefreshIntervalSeconds
     /// The default refresh age: 50 minutes.
     public static let defaultRefreshSeconds: Int64 = 50 * 60
 

@@ -3,18 +3,23 @@
 ///
 /// Rules: one JWT per key at a time for connections that take one; each connection keeps the
 /// token it took until that token is `refreshSeconds` old (50 minutes by default, never below
-/// 20). APNs answers 429 TooManyProviderTokenUpdates to a connection that changes tokens within
-/// 20 minutes, so a connection only takes the newest token while it can keep it that long (no
-/// older than `refreshSeconds` − 20 minutes); otherwise a new one is signed for it, which later
-/// connections share. The token is re-signed at once, whatever its age, after APNs answers 403
+/// 41). APNs answers 429 TooManyProviderTokenUpdates to a connection that changes tokens within
+/// 20 minutes, so a connection only takes the newest token while it can keep it 21 minutes (20
+/// and a minute for the clocks and the network: whole-second `iat`, Apple timing from its own
+/// receipt), no older than `refreshSeconds` − 21 minutes; otherwise a new one is signed for it,
+/// which later connections share. New tokens are therefore at least 20 minutes apart. The token is re-signed at once, whatever its age, after APNs answers 403
 /// ExpiredProviderToken to the newest token, but only once in a row: a token signed for that
 /// reason that is itself called expired is kept until it is 20 minutes old (our clock is then
 /// far behind Apple's, and a new token would carry the same error). A connection whose token
 /// APNs called expired takes another at once.
 struct APNsTokenStateMachine {
-    /// The floor on a token's age before a routine refresh, and on how long a connection keeps
-    /// a token: 20 minutes.
+    /// Apple's floor on how often a token changes: 20 minutes.
     static let minimumRefreshSeconds: Int64 = 20 * 60
+    /// How long a connection keeps a token it took, at least: Apple's 20 minutes and a minute.
+    static let minimumKeepSeconds: Int64 = minimumRefreshSeconds + 60
+    /// The floor on `refreshSeconds`: a token is kept 21 minutes by each connection and shared
+    /// for 20 before the next is signed.
+    static let minimumRefreshIntervalSeconds: Int64 = minimumKeepSeconds + minimumRefreshSeconds
 
     /// A signed token.
     struct Token: Equatable {
@@ -35,7 +40,7 @@ struct APNsTokenStateMachine {
     private var retiredThrough: UInt64 = 0
 
     init(refreshSeconds: Int64) {
-        self.refreshSeconds = max(refreshSeconds, Self.minimumRefreshSeconds)
+        self.refreshSeconds = max(refreshSeconds, Self.minimumRefreshIntervalSeconds)
     }
 
     /// Whether a connection that sends the token of `generation`, signed at `issuedAt`, goes on
@@ -45,10 +50,10 @@ struct APNsTokenStateMachine {
     }
 
     /// The token a connection that needs one takes at `now`: the newest, while it can be kept
-    /// for 20 minutes; nil when one must be signed (then call `signed`).
+    /// for `minimumKeepSeconds`; nil when one must be signed (then call `signed`).
     func tokenToTake(now: Int64) -> Token? {
         guard let current, !refreshRequested, current.generation > retiredThrough,
-              now - current.issuedAt <= refreshSeconds - Self.minimumRefreshSeconds else { return nil }
+              now - current.issuedAt <= refreshSeconds - Self.minimumKeepSeconds else { return nil }
         return current
     }
 

@@ -100,9 +100,11 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// only refuses together are found before the group is joined.
     /// - Throws: ``KafkaError`` naming a reserved or refused property, or librdkafka's reason.
     public static func checkSettings(groupID: String, properties: [String: String], autoCommit: Bool) throws {
-        // librdkafka's own log lines (no broker configured, ...) are of no use here.
-        let client = try makeClient(bootstrapServers: nil, groupID: groupID, properties: properties, autoCommit: autoCommit,
-                                    logger: Logger(label: "kafka.check"), extra: [("log_level", "0")])
+        guard let quiet = KafkaPropertyRules.checkableOffline(properties) else {
+            return try KafkaPropertyRules.validate(properties, for: .consumer)
+        }
+        let client = try makeClient(bootstrapServers: nil, groupID: groupID, properties: quiet, autoCommit: autoCommit,
+                                    logger: Logger(label: "kafka.check"), extra: KafkaPropertyRules.offlineCheckExtras)
         client.destroy()
     }
 

@@ -106,10 +106,12 @@ public final class KafkaProducer: @unchecked Sendable {
     public static func checkSettings(
         properties: [String: String], queueCapacity: (messages: Int, kilobytes: Int)?, transactionalID: String?
     ) throws {
-        // librdkafka's own log lines (no broker configured, ...) are of no use here.
-        let client = try makeClient(bootstrapServers: nil, properties: properties, queueCapacity: queueCapacity,
+        guard let quiet = KafkaPropertyRules.checkableOffline(properties) else {
+            return try KafkaPropertyRules.validate(properties, for: .producer)
+        }
+        let client = try makeClient(bootstrapServers: nil, properties: quiet, queueCapacity: queueCapacity,
                                     transactionalID: transactionalID, context: RDKafkaClientContext(logger: Logger(label: "kafka.check")),
-                                    extra: [("log_level", "0")])
+                                    extra: KafkaPropertyRules.offlineCheckExtras)
         client.destroy()
     }
 

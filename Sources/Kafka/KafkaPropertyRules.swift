@@ -81,6 +81,19 @@ public enum KafkaPropertyRules {
         }
     }
 
+    /// The properties a throwaway client (`checkSettings`) is created with: without `debug`,
+    /// whose log lines are of no use there; nil when creating one could reach the network
+    /// (`sasl.oauthbearer.method: oidc` fetches a token from its endpoint as soon as the client
+    /// exists), where only the property-by-property check is made.
+    static func checkableOffline(_ properties: [String: String]) -> [String: String]? {
+        if properties["sasl.oauthbearer.method"]?.lowercased() == "oidc" { return nil }
+        return properties.filter { $0.key != "debug" }
+    }
+
+    /// Added last to a throwaway client's properties: librdkafka's own log lines (no broker
+    /// configured, ...) are of no use there.
+    static let offlineCheckExtras: [(name: String, value: String)] = [("log_level", "0")]
+
     /// Whether librdkafka knows a property of this name (for consumers or producers). Asked of
     /// a scratch configuration; nothing connects.
     public static func isKnown(_ name: String) -> Bool {

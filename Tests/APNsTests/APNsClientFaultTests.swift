@@ -225,6 +225,36 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         #expect(recorder.retries.isEmpty, "\(recorder.retries)")
     }
 
+    /// A connection takes a token when it first sends one, not when the pool merely could have
+    /// used it: a connection idle while one notification went out on the other starts its 20
+    /// minutes when it first carries a stream, 45 minutes later.
+    @Test(.timeLimit(.minutes(1)))
+    func aConnectionIdleUntilLateInATokensLifeIsNotMadeToChangeItTooSoon() async throws {
+        let clock = TestClock(Timestamp.nowMilliseconds() / 1000)
+        let environment = try ClientEnvironment(tokenClock: clock.function)
+        defer { environment.tearDown() }
+        let simulator = try startSimulator(
+            environment, faults: APNsSimulatorFaults(tokenUpdateMinimumInterval: .seconds(20 * 60)), clock: clock.function)
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+        #expect(await eventually { client.connectionStates[.ready] == 2 })
+        client.send(batch(0..<1))
+        #expect(await eventually { recorder.callCount >= 1 })
+
+        clock.advance(by: 45 * 60)
+        client.send(batch(1..<41))
+        #expect(await eventually { recorder.callCount >= 41 })
+        clock.advance(by: 10 * 60)
+        client.send(batch(41..<141))
+        #expect(await eventually { recorder.callCount >= 141 })
+        expectDelivered(recorder, 0..<141)
+        #expect(simulator.statistics.answersByStatus[429] == nil)
+        #expect(recorder.retries.isEmpty, "\(recorder.retries)")
+    }
+
     /// A server that announces SETTINGS_MAX_CONCURRENT_STREAMS 0 and keeps answering PINGs takes
     /// nothing: its connections are replaced after a request timeout, the endpoint counts as
     /// unreachable while every new one does the same, and once it allows streams again every
@@ -243,7 +273,10 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         client.send(batch(0..<1))
         #expect(await eventually { recorder.callCount >= 1 })
 
+        let acknowledged = simulator.statistics.settingsAcknowledgementsReceived
         simulator.setMaxConcurrentStreams(0)
+        // The client has the new limit once it acknowledged the SETTINGS that carried it.
+        #expect(await eventually { simulator.statistics.settingsAcknowledgementsReceived > acknowledged })
         client.send(batch(1..<6))
         #expect(await eventually(timeout: .seconds(20)) {
             simulator.statistics.connectionsAccepted >= 3 && client.isUnreachable

@@ -26,20 +26,20 @@ import Testing
         #expect(try provider.authorizationHeaderValue() == second.headerValue)
     }
 
-    /// A connection that opens late takes the newest token only while it can keep it for 20
+    /// A connection that opens late takes the newest token only while it can keep it for 21
     /// minutes before that token is 50 minutes old; otherwise it gets a new one, which the
     /// connections opened after it share, and the older connections take when theirs is old.
-    @Test func aConnectionOpenedLateGetsATokenItCanKeepForTwentyMinutes() throws {
+    @Test func aConnectionOpenedLateGetsATokenItCanKeepForTwentyOneMinutes() throws {
         let (provider, clock) = try makeProvider()
         let first = try provider.authorization()
-        clock.advance(by: 30 * 60)
-        #expect(try provider.authorization().headerValue == first.headerValue, "30 minutes old: 20 left")
+        clock.advance(by: 29 * 60)
+        #expect(try provider.authorization().headerValue == first.headerValue, "29 minutes old: 21 left")
         clock.advance(by: 1)
         let late = try provider.authorization()
         #expect(late.generation == first.generation + 1)
         #expect(try provider.authorization().headerValue == late.headerValue, "shared by the next connection")
-        // At 50 minutes the first connections take the newest, itself 19 minutes old.
-        clock.advance(by: 20 * 60 - 1)
+        // At 50 minutes the first connections take the newest, itself 21 minutes old.
+        clock.advance(by: 21 * 60 - 1)
         #expect(try provider.authorization(keeping: first).headerValue == late.headerValue)
         #expect(try provider.authorization(keeping: late).headerValue == late.headerValue)
     }
@@ -59,7 +59,7 @@ import Testing
                 let token = try provider.authorization(keeping: held[connection])
                 signed.insert(token.generation)
                 if let previous = held[connection], previous.generation != token.generation {
-                    #expect(clock.now - takenAt[connection] >= 20 * 60, "connection \(connection) at minute \(minute)")
+                    #expect(clock.now - takenAt[connection] >= 21 * 60, "connection \(connection) at minute \(minute)")
                 }
                 if held[connection]?.generation != token.generation { takenAt[connection] = clock.now }
                 #expect(clock.now - token.issuedAt < 50 * 60)
@@ -72,14 +72,23 @@ import Testing
         #expect(clock.now - start == 6 * 3600)
     }
 
-    @Test func refreshIntervalNeverGoesBelowTwentyMinutes() throws {
+    /// Each connection keeps a token 21 minutes and a token is shared for 20 before the next:
+    /// the refresh age never goes below 41 minutes, and tokens stay 20 minutes apart.
+    @Test func refreshIntervalNeverGoesBelowFortyOneMinutes() throws {
         let (provider, clock) = try makeProvider(refresh: 60)
-        #expect(provider.refreshIntervalSeconds == 20 * 60)
+        #expect(provider.refreshIntervalSeconds == 41 * 60)
         let first = try provider.authorization()
-        clock.advance(by: 19 * 60)
+        clock.advance(by: 20 * 60)
+        #expect(try provider.authorization().headerValue == first.headerValue, "still shared")
+        clock.advance(by: 1)
+        let second = try provider.authorization()
+        #expect(second.headerValue != first.headerValue)
         #expect(try provider.authorization(keeping: first).headerValue == first.headerValue)
-        clock.advance(by: 60)
-        #expect(try provider.authorization(keeping: first).headerValue != first.headerValue)
+        clock.advance(by: 21 * 60 - 1)
+        // 41 minutes: the first connection changes; the newest is too old to keep 21 minutes.
+        let third = try provider.authorization(keeping: first)
+        #expect(third.generation == second.generation + 1)
+        #expect(third.issuedAt - second.issuedAt >= 20 * 60 && second.issuedAt - first.issuedAt >= 20 * 60)
     }
 
     @Test func expiredProviderTokenForcesOneFreshTokenThenTheTwentyMinuteFloorHolds() throws {

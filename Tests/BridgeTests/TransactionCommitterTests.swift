@@ -20,7 +20,9 @@ struct TransactionCommitterTests {
         let fatal = Locked<String?>(nil)
 
         /// - Parameter outputLeader: the broker leading `out` (the coordinators are broker 1).
-        init(brokers: Int = 1, outputLeader: Int32 = 1, committerSettings: TransactionCommitter.Settings = .init()) throws {
+        /// - Parameter coordinatorDown: broker 1, the coordinators, is down when the committer starts.
+        init(brokers: Int = 1, outputLeader: Int32 = 1, committerSettings: TransactionCommitter.Settings = .init(),
+             coordinatorDown: Bool = false) throws {
             cluster = try MockKafkaCluster(brokers: brokers)
             try cluster.createTopic("apns.requests", partitions: 2)
             try cluster.createTopic("out", partitions: 1)
@@ -42,6 +44,7 @@ struct TransactionCommitterTests {
                 producer: producer, consumer: consumer, publisher: publisher, settings: committerSettings,
                 partitions: { partitions.withLock { $0 } }, isFailed: { fatal.withLock { $0 != nil } },
                 onFatal: { reason in fatal.withLock { $0 = $0 ?? reason } })
+            if coordinatorDown { cluster.setBrokerDown(1) }
             try committer.start()
         }
 
@@ -145,6 +148,18 @@ struct TransactionCommitterTests {
         #expect(fixture.fatal.withLock { $0 } == nil)
         fixture.cluster.setBrokerUp(2)
         #expect(try fixture.committedValues(count: 1) == ["p0-o0-0"])
+    }
+
+    /// While the transaction coordinator cannot be reached at start (the producer still
+    /// registering its transactional id), the shutdown's deadline ends the committer in time,
+    /// not 30 s calls retried until a stop.
+    @Test func theShutdownDeadlineEndsACommitterThatCannotInitialiseTransactions() throws {
+        let fixture = try Fixture(brokers: 2, coordinatorDown: true)
+        defer { fixture.close() }
+        fixture.committer.limitCalls(toEndBy: Timestamp.monotonicNanoseconds() + 2_000_000_000)
+        #expect(waitFor(timeout: .seconds(10)) { fixture.committer.hasEnded })
+        #expect(fixture.fatal.withLock { $0 } == nil)
+        fixture.cluster.setBrokerUp(1)
     }
 
     /// After a fatal error an output is no longer buffered; its record must then never

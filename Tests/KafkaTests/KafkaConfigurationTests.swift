@@ -121,6 +121,14 @@ struct KafkaConfigurationTests {
         try KafkaConsumer.checkSettings(groupID: "g", properties: ["auto.commit.interval.ms": "0"], autoCommit: false)
     }
 
+    /// The throwaway clients of `check` leave out `debug` (their log lines are of no use), and
+    /// are not made at all where creating one fetches an OIDC token over the network.
+    @Test func theOfflineCheckLeavesOutDebugAndSkipsOIDC() throws {
+        #expect(KafkaPropertyRules.checkableOffline(["debug": "all", "linger.ms": "1"]) == ["linger.ms": "1"])
+        #expect(KafkaPropertyRules.checkableOffline(["sasl.oauthbearer.method": "OIDC"]) == nil)
+        try KafkaProducer.checkSettings(properties: ["debug": "all"], queueCapacity: nil, transactionalID: nil)
+    }
+
     @Test func validationAsksLibrdkafkaWithoutConnecting() throws {
         try KafkaPropertyRules.validate(["fetch.min.bytes": "1", "session.timeout.ms": "45000"], for: .consumer)
         try KafkaPropertyRules.validate(["compression.type": "lz4", "linger.ms": "5"], for: .producer)

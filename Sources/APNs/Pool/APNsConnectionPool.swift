@@ -192,18 +192,9 @@ final class APNsConnectionPool: @unchecked Sendable {
     func pump() {
         loop.preconditionInEventLoop()
         guard delivery.queuedCount > 0, members.contains(where: { $0.room > 0 }) else { return }
-        if let tokenProvider {
-            do {
-                for member in members where member.room > 0 {
-                    member.authorization = try tokenProvider.authorization(keeping: member.authorization)
-                }
-            } catch {
-                logger.error("cannot sign a provider token", metadata: ["apns.pool": name, "error": "\(error)"])
-                return
-            }
-        }
         let now = clock.now()
-        while delivery.queuedCount > 0 {
+        var signingFailed = false
+        while delivery.queuedCount > 0, !signingFailed {
             var open = 0
             for member in members where member.room > 0 { open += 1 }
             guard open > 0 else { break }
@@ -212,8 +203,8 @@ final class APNsConnectionPool: @unchecked Sendable {
             rotation &+= 1
             for offset in 0..<members.count {
                 let member = members[(rotation &+ offset) % members.count]
-                guard member.room > 0 else { continue }
-                let count = submit(upTo: share, on: member, now: now)
+                guard member.room > 0, !signingFailed else { continue }
+                let count = submit(upTo: share, on: member, now: now, signingFailed: &signingFailed)
                 if count > 0 { member.needsFlush = true }
                 submitted += count
             }
@@ -237,12 +228,29 @@ final class APNsConnectionPool: @unchecked Sendable {
     }
 
     /// Submits up to `limit` queued notifications on `member`'s connection; returns how many.
-    private func submit(upTo limit: Int, on member: Member, now: APNsInstant) -> Int {
+    /// With token auth, the connection's token is looked up once, when its first stream of this
+    /// pump is about to go out: a connection holds a token from the time it sends one, so that
+    /// the 20 minutes it keeps it count from its first use. A token that cannot be signed sets
+    /// `signingFailed` (logged) and puts the notification back.
+    private func submit(upTo limit: Int, on member: Member, now: APNsInstant, signingFailed: inout Bool) -> Int {
         guard let connection = member.connection else { return 0 }
-        let authorization = member.authorization
+        var authorization = member.authorization
+        var tokenChecked = tokenProvider == nil
         var count = 0
         while count < limit, member.room > 0,
               let entry = delivery.nextToSend(now: now, finished: &finishedScratch) {
+            if !tokenChecked, let tokenProvider {
+                do {
+                    authorization = try tokenProvider.authorization(keeping: member.authorization)
+                    member.authorization = authorization
+                    tokenChecked = true
+                } catch {
+                    logger.error("cannot sign a provider token", metadata: ["apns.pool": name, "error": "\(error)"])
+                    delivery.putBack(entry)
+                    signingFailed = true
+                    break
+                }
+            }
             let tag = inFlight.nextTag
             guard Self.submit(entry, on: connection, tag: tag, authorization: authorization?.headerValue) else {
                 delivery.putBack(entry)

@@ -209,7 +209,9 @@ struct APNsConnectionStateMachine {
             state = .closed
             return reason
         }
-        let wasStable = readySince.map { now - $0 >= configuration.stableAfterNanoseconds } ?? false
+        // A connection that allowed no streams never served, however long it was up.
+        let wasStable = reason != .noStreamsAllowed
+            && readySince.map { now - $0 >= configuration.stableAfterNanoseconds } ?? false
         // A GOAWAY is graceful from a connection that served for a while. Soon after connecting
         // it is a server turning connections away (or one lost while draining), and reconnecting
         // must back off as after any failure: never a tight loop of handshakes.

@@ -148,6 +148,9 @@ final class TransactionCommitter: @unchecked Sendable {
         callsEndBy.store(deadline, ordering: .relaxed)
     }
 
+    /// Whether no committer thread runs (before `start`, or after it ended).
+    var hasEnded: Bool { finished.withLock { $0 } }
+
     /// Commits what is released, stops the thread and waits for it. Idempotent.
     func stop() {
         control.withLock { $0.stopRequested = true }
@@ -191,17 +194,24 @@ final class TransactionCommitter: @unchecked Sendable {
     }
 
     /// `rd_kafka_init_transactions`, retried while the error is retriable and the pipeline runs.
+    /// Each call waits at most a second (a call that timed out is resumed by the next), so a
+    /// stop or the shutdown's deadline is noticed while the coordinator cannot be reached.
     private func initialize() -> Bool {
-        while !isFailed(), !control.withLock({ $0.stopRequested }) {
+        var calls = 0
+        while !isFailed(), !control.withLock({ $0.stopRequested }), !isOutOfTime {
             do {
-                try producer.initTransactions(timeoutMilliseconds: settings.timeoutMilliseconds)
+                try producer.initTransactions(timeoutMilliseconds: min(callTimeoutMilliseconds, 1_000))
                 return true
             } catch {
                 guard error.isRetriable, !error.isFatal else {
                     onFatal(describeFatal(error, action: "initialising transactions"))
                     return false
                 }
-                logger.warning("initialising transactions failed; retrying", metadata: ["error": error.description])
+                // The first failure, then one line per half minute, not one per call.
+                if calls % 30 == 0 {
+                    logger.warning("initialising transactions failed; retrying", metadata: ["error": error.description])
+                }
+                calls += 1
             }
         }
         return false
@@ -326,6 +336,7 @@ final class TransactionCommitter: @unchecked Sendable {
             // transactional id).
             logger.warning("the last transaction did not finish before the shutdown deadline; its outputs stay uncommitted",
                            metadata: ["error": error.description, "bridge.outputs": "\(outputs)"])
+            retryNotBefore = .max  // no later cycle tries again
             return
         }
         statistics.withLock { $0.aborted += 1 }
@@ -339,6 +350,7 @@ final class TransactionCommitter: @unchecked Sendable {
             }
         } catch where isOutOfTime {
             logger.warning("aborting a transaction did not finish before the shutdown deadline", metadata: ["error": error.description])
+            retryNotBefore = .max
             return
         } catch {
             onFatal(describeFatal(error, action: "aborting a transaction"))

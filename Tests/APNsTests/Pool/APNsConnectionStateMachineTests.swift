@@ -68,6 +68,29 @@ import Testing
         #expect(connection.tick(now: 25 * second) == .close(.noStreamsAllowed))
     }
 
+    /// With the default request timeout the connection was up longer than the 10 s that make a
+    /// connection stable: it still never served, so failures add up (and the endpoint counts as
+    /// unreachable) instead of starting over at every close.
+    @Test func connectionsAllowedNoStreamsAddUpAsFailuresWhateverTheyLasted() {
+        var connection = APNsConnectionStateMachine(
+            configuration: .init(pingIntervalNanoseconds: 60 * second, pingTimeoutNanoseconds: 10 * second,
+                                 reconnect: APNsBackoff(initial: .milliseconds(100), maximum: .seconds(30)),
+                                 zeroStreamLimitTimeoutNanoseconds: 15 * second),
+            jitter: fixedJitter(0))
+        var now: Int64 = 0
+        _ = connection.start(now: now)
+        for failures in 1...3 {
+            connection.peerStreamLimitChanged(0, now: now)
+            connection.becameReady(now: now)
+            now += 15 * second
+            #expect(connection.tick(now: now) == .close(.noStreamsAllowed))
+            _ = connection.closed(now: now, lostReason: "")
+            #expect(connection.consecutiveFailures == failures)
+            now = connection.nextDeadline!
+            #expect(connection.tick(now: now) == .connect)
+        }
+    }
+
     @Test func aStableConnectionResetsTheBackoffAGracefulCloseIsNoFailure() {
         var connection = machine(jitter: fixedJitter(0))
         _ = connection.start(now: 0)
