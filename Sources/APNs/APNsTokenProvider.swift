@@ -2,9 +2,9 @@ import Observability
 
 /// Hands out the provider JWT for `authorization: bearer …`: one key's tokens, for every
 /// connection of every pool that uses the key. Each connection keeps the token it took until it
-/// is 50 minutes old and takes the newest then; a connection that opens late gets a token it can
-/// keep for 20 minutes, since APNs answers 429 TooManyProviderTokenUpdates to a connection that
-/// changes tokens sooner.
+/// is 50 minutes old and takes the newest then; a connection that first sends late gets a token
+/// it can keep for 21 minutes, since APNs answers 429 TooManyProviderTokenUpdates to a
+/// connection that changes tokens within 20.
 ///
 /// The timing rules live in `APNsTokenStateMachine`. Thread-safe (`Locked`); the lock is taken
 /// once per connection per batch of streams, and signing (ECDSA, about a millisecond's tenth)
@@ -53,7 +53,7 @@ public final class APNsTokenProvider: Sendable {
     }
 
     /// The token a connection sends now: `held` (what it sent so far) while it may keep it,
-    /// otherwise the newest token when it can be kept for 20 minutes, otherwise a freshly
+    /// otherwise the newest token when it can be kept for 21 minutes, otherwise a freshly
     /// signed one. Pass nil for a connection that has sent none.
     public func authorization(keeping held: Authorization? = nil) throws(APNsKeyError) -> Authorization {
         let now = clock()

@@ -7,11 +7,12 @@
 /// 20 minutes, so a connection only takes the newest token while it can keep it 21 minutes (20
 /// and a minute for the clocks and the network: whole-second `iat`, Apple timing from its own
 /// receipt), no older than `refreshSeconds` − 21 minutes; otherwise a new one is signed for it,
-/// which later connections share. New tokens are therefore at least 20 minutes apart. The token is re-signed at once, whatever its age, after APNs answers 403
-/// ExpiredProviderToken to the newest token, but only once in a row: a token signed for that
-/// reason that is itself called expired is kept until it is 20 minutes old (our clock is then
-/// far behind Apple's, and a new token would carry the same error). A connection whose token
-/// APNs called expired takes another at once.
+/// which later connections share. New tokens are therefore at least 20 minutes apart. The token
+/// is re-signed at once, whatever its age, after APNs answers 403 ExpiredProviderToken to the
+/// newest token, but only once in a row: a token signed for that reason that is itself called
+/// expired is kept until it is 20 minutes old (our clock is then far behind Apple's, and a new
+/// token would carry the same error). A connection whose token APNs called expired takes
+/// another at once.
 struct APNsTokenStateMachine {
     /// Apple's floor on how often a token changes: 20 minutes.
     static let minimumRefreshSeconds: Int64 = 20 * 60

@@ -186,43 +186,67 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         #expect((simulator.statistics.answersByStatus[403] ?? 0) >= 1)
     }
 
-    /// APNs refuses a connection that changes provider tokens within 20 minutes (429
-    /// TooManyProviderTokenUpdates). A connection opened 35 minutes into a token's life must not
-    /// be made to change it when that token turns 50 minutes old.
+    /// A client of two connections against a simulator that enforces Apple's per-connection rule
+    /// on provider tokens (429 TooManyProviderTokenUpdates for a change within 20 minutes), both
+    /// on one test clock.
+    private struct PerConnectionTokenRule {
+        static let faults = APNsSimulatorFaults(tokenUpdateMinimumInterval: .seconds(20 * 60))
+        let clock = TestClock(Timestamp.nowMilliseconds() / 1000)
+        let environment: ClientEnvironment
+        let simulator: APNsSimulator
+        let recorder = DeliveryRecorder()
+        let client: APNsClient
+
+        init() throws {
+            environment = try ClientEnvironment(tokenClock: clock.function)
+            simulator = try startSimulator(environment, faults: Self.faults, clock: clock.function)
+            client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder)
+            client.start()
+        }
+
+        /// Sends `range` and waits for its results.
+        func deliver(_ range: Range<Int>) async -> Bool {
+            client.send(batch(range))
+            return await eventually { recorder.callCount >= range.upperBound }
+        }
+
+        /// Every notification so far delivered, none answered 429 or retried.
+        func expectNoTokenUpdateRefused(_ count: Int) {
+            expectDelivered(recorder, 0..<count)
+            #expect(simulator.statistics.answersByStatus[429] == nil)
+            #expect(recorder.retries.isEmpty, "\(recorder.retries)")
+        }
+
+        func stop() {
+            client.shutdown()
+            simulator.close()
+            environment.tearDown()
+        }
+    }
+
+    /// A connection opened 35 minutes into a token's life must not be made to change it when
+    /// that token turns 50 minutes old.
     @Test(.timeLimit(.minutes(1)))
     func aConnectionOpenedLateInATokensLifeIsNotMadeToChangeItTooSoon() async throws {
-        let clock = TestClock(Timestamp.nowMilliseconds() / 1000)
-        let environment = try ClientEnvironment(tokenClock: clock.function)
-        defer { environment.tearDown() }
-        let perConnection = APNsSimulatorFaults(tokenUpdateMinimumInterval: .seconds(20 * 60))
-        let simulator = try startSimulator(environment, faults: perConnection, clock: clock.function)
-        defer { simulator.close() }
-        let recorder = DeliveryRecorder()
-        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder)
-        defer { client.shutdown() }
-        client.start()
-        client.send(batch(0..<20))
-        #expect(await eventually { recorder.callCount >= 20 })
+        let rule = try PerConnectionTokenRule()
+        defer { rule.stop() }
+        #expect(await rule.deliver(0..<20))
 
         // 35 minutes on, one connection is sent away and replaced.
-        clock.advance(by: 35 * 60)
-        var goingAway = perConnection
+        rule.clock.advance(by: 35 * 60)
+        var goingAway = PerConnectionTokenRule.faults
         goingAway.goAwayEveryStreams = 1
-        try simulator.setFaults(goingAway)
-        client.send(batch(20..<21))
-        #expect(await eventually { recorder.callCount >= 21 && simulator.statistics.goAwaysSent >= 1 })
-        try simulator.setFaults(perConnection)
-        #expect(await eventually { simulator.statistics.connectionsAccepted >= 3 && client.connectionStates[.ready] == 2 })
-        client.send(batch(21..<61))
-        #expect(await eventually { recorder.callCount >= 61 })
+        try rule.simulator.setFaults(goingAway)
+        #expect(await rule.deliver(20..<21))
+        #expect(await eventually { rule.simulator.statistics.goAwaysSent >= 1 })
+        try rule.simulator.setFaults(PerConnectionTokenRule.faults)
+        #expect(await eventually { rule.simulator.statistics.connectionsAccepted >= 3 && rule.client.connectionStates[.ready] == 2 })
+        #expect(await rule.deliver(21..<61))
 
         // 51 minutes on: the first token is old for the first connection, not for the new one.
-        clock.advance(by: 16 * 60)
-        client.send(batch(61..<161))
-        #expect(await eventually { recorder.callCount >= 161 })
-        expectDelivered(recorder, 0..<161)
-        #expect(simulator.statistics.answersByStatus[429] == nil)
-        #expect(recorder.retries.isEmpty, "\(recorder.retries)")
+        rule.clock.advance(by: 16 * 60)
+        #expect(await rule.deliver(61..<161))
+        rule.expectNoTokenUpdateRefused(161)
     }
 
     /// A connection takes a token when it first sends one, not when the pool merely could have
@@ -230,29 +254,15 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
     /// minutes when it first carries a stream, 45 minutes later.
     @Test(.timeLimit(.minutes(1)))
     func aConnectionIdleUntilLateInATokensLifeIsNotMadeToChangeItTooSoon() async throws {
-        let clock = TestClock(Timestamp.nowMilliseconds() / 1000)
-        let environment = try ClientEnvironment(tokenClock: clock.function)
-        defer { environment.tearDown() }
-        let simulator = try startSimulator(
-            environment, faults: APNsSimulatorFaults(tokenUpdateMinimumInterval: .seconds(20 * 60)), clock: clock.function)
-        defer { simulator.close() }
-        let recorder = DeliveryRecorder()
-        let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder)
-        defer { client.shutdown() }
-        client.start()
-        #expect(await eventually { client.connectionStates[.ready] == 2 })
-        client.send(batch(0..<1))
-        #expect(await eventually { recorder.callCount >= 1 })
-
-        clock.advance(by: 45 * 60)
-        client.send(batch(1..<41))
-        #expect(await eventually { recorder.callCount >= 41 })
-        clock.advance(by: 10 * 60)
-        client.send(batch(41..<141))
-        #expect(await eventually { recorder.callCount >= 141 })
-        expectDelivered(recorder, 0..<141)
-        #expect(simulator.statistics.answersByStatus[429] == nil)
-        #expect(recorder.retries.isEmpty, "\(recorder.retries)")
+        let rule = try PerConnectionTokenRule()
+        defer { rule.stop() }
+        #expect(await eventually { rule.client.connectionStates[.ready] == 2 })
+        #expect(await rule.deliver(0..<1))
+        rule.clock.advance(by: 45 * 60)
+        #expect(await rule.deliver(1..<41))
+        rule.clock.advance(by: 10 * 60)
+        #expect(await rule.deliver(41..<141))
+        rule.expectNoTokenUpdateRefused(141)
     }
 
     /// A server that announces SETTINGS_MAX_CONCURRENT_STREAMS 0 and keeps answering PINGs takes

@@ -2,10 +2,12 @@ import Testing
 @testable import APNs
 
 @Suite struct APNsConnectionStateMachineTests {
-    private func machine(jitter: APNsJitterSource = seededJitter(1)) -> APNsConnectionStateMachine {
+    private func machine(jitter: APNsJitterSource = seededJitter(1),
+                         zeroStreamLimitTimeout: Int64 = 10 * second) -> APNsConnectionStateMachine {
         APNsConnectionStateMachine(
             configuration: .init(pingIntervalNanoseconds: 60 * second, pingTimeoutNanoseconds: 10 * second,
-                                 reconnect: APNsBackoff(initial: .milliseconds(100), maximum: .seconds(30))),
+                                 reconnect: APNsBackoff(initial: .milliseconds(100), maximum: .seconds(30)),
+                                 zeroStreamLimitTimeoutNanoseconds: zeroStreamLimitTimeout),
             jitter: jitter)
     }
 
@@ -39,11 +41,7 @@ import Testing
     /// would hold the pool's notifications forever on a connection that counts as ready: after
     /// the timeout it is replaced, as a failure, unless the server raises its limit in time.
     @Test func aConnectionAllowedNoStreamsForTheWholeTimeoutIsReplaced() {
-        var connection = APNsConnectionStateMachine(
-            configuration: .init(pingIntervalNanoseconds: 60 * second, pingTimeoutNanoseconds: 10 * second,
-                                 reconnect: APNsBackoff(initial: .milliseconds(100), maximum: .seconds(30)),
-                                 zeroStreamLimitTimeoutNanoseconds: 5 * second),
-            jitter: fixedJitter(0))
+        var connection = machine(jitter: fixedJitter(0), zeroStreamLimitTimeout: 5 * second)
         _ = connection.start(now: 0)
         connection.peerStreamLimitChanged(0, now: 1 * second)   // its first SETTINGS
         connection.becameReady(now: 1 * second)
@@ -72,11 +70,7 @@ import Testing
     /// connection stable: it still never served, so failures add up (and the endpoint counts as
     /// unreachable) instead of starting over at every close.
     @Test func connectionsAllowedNoStreamsAddUpAsFailuresWhateverTheyLasted() {
-        var connection = APNsConnectionStateMachine(
-            configuration: .init(pingIntervalNanoseconds: 60 * second, pingTimeoutNanoseconds: 10 * second,
-                                 reconnect: APNsBackoff(initial: .milliseconds(100), maximum: .seconds(30)),
-                                 zeroStreamLimitTimeoutNanoseconds: 15 * second),
-            jitter: fixedJitter(0))
+        var connection = machine(jitter: fixedJitter(0), zeroStreamLimitTimeout: 15 * second)
         var now: Int64 = 0
         _ = connection.start(now: now)
         for failures in 1...3 {
