@@ -1,6 +1,50 @@
+import Observability
+
 /// A record header: its name, and its value or nil for a null value (Kafka headers may have
 /// one, and a dead letter repeats it as it was).
-public typealias KafkaHeader = (name: String, value: [UInt8]?)
+///
+/// Kafka clients write header names as UTF-8, but a record may carry any bytes there. A name that
+/// is not UTF-8 keeps its bytes in ``rawName``, so a dead letter repeats it byte for byte;
+/// ``name`` then holds the name with invalid sequences replaced by U+FFFD, which matches no name
+/// the bridge looks for.
+public struct KafkaHeader: Sendable, Equatable {
+    /// The name as text.
+    public var name: String
+    /// The name's bytes when they are not valid UTF-8; nil when `name`'s UTF-8 is the name.
+    public var rawName: [UInt8]?
+    /// The value, or nil for a null value.
+    public var value: [UInt8]?
+
+    /// A header named `name`.
+    public init(name: String, value: [UInt8]?) {
+        self.name = name
+        self.rawName = nil
+        self.value = value
+    }
+
+    /// A header whose name is `nameBytes` as a record carries them, UTF-8 or not.
+    public init(nameBytes: UnsafeRawBufferPointer, value: [UInt8]?) {
+        if let text = String(validating: nameBytes, as: UTF8.self) {
+            self.name = text
+            self.rawName = nil
+        } else {
+            self.name = String(decoding: nameBytes, as: UTF8.self)
+            self.rawName = Array(nameBytes)
+        }
+        self.value = value
+    }
+
+    /// Bytes the name and value take in a record.
+    public var byteCount: Int {
+        (rawName?.count ?? name.utf8.count) + (value?.count ?? 0)
+    }
+
+    /// Calls `body` with the name's bytes as the record carries them.
+    public func withNameBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        if let rawName { return rawName.withUnsafeBytes(body) }
+        return name.withUTF8Bytes { body(UnsafeRawBufferPointer($0)) }
+    }
+}
 
 /// A record read from Kafka.
 ///

@@ -28,7 +28,7 @@ enum ProduceHeaders {
     /// Bytes the names (each NUL-terminated) and values take.
     var byteCount: Int {
         switch self {
-        case .list(let headers): headers.reduce(0) { $0 + $1.name.utf8.count + 1 + ($1.value?.count ?? 0) }
+        case .list(let headers): headers.reduce(0) { $0 + $1.byteCount + 1 }
         case .one(let name, let value): name.utf8.count + 1 + value.count
         }
     }
@@ -94,15 +94,18 @@ extension KafkaProducer {
                     case .list(let list):
                         var offset = 0
                         for header in list {
-                            let written = KafkaProducer.withOptionalBytes(header.value) {
-                                KafkaProducer.header(header.name, $0, at: base + offset)
+                            let written = header.withNameBytes { name in
+                                KafkaProducer.withOptionalBytes(header.value) {
+                                    KafkaProducer.header(name, $0, at: base + offset)
+                                }
                             }
                             arguments.initializeElement(at: index, to: written.argument)
                             index += 1
                             offset += written.byteCount
                         }
                     case .one(let name, let value):
-                        arguments.initializeElement(at: index, to: KafkaProducer.header(name, value, at: base).argument)
+                        let written = name.withUTF8Bytes { KafkaProducer.header(UnsafeRawBufferPointer($0), value, at: base) }
+                        arguments.initializeElement(at: index, to: written.argument)
                         index += 1
                     }
                     defer { arguments.baseAddress!.deinitialize(count: index) }  // invariant: capacity >= 4
@@ -122,7 +125,7 @@ extension KafkaProducer {
     /// Writes a header's name (NUL-terminated) and value to `destination`; returns its argument
     /// for `rd_kafka_produceva`, pointing there, and how many bytes it took. A nil value is a
     /// null header value (librdkafka reads a NULL pointer so).
-    private static func header(_ name: String, _ value: UnsafeRawBufferPointer?,
+    private static func header(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer?,
                                at destination: UnsafeMutableRawPointer) -> (argument: rd_kafka_vu_t, byteCount: Int) {
         var offset = copy(name, to: destination)
         destination.storeBytes(of: 0, toByteOffset: offset, as: UInt8.self)
@@ -134,11 +137,6 @@ extension KafkaProducer {
         offset += copy(value, to: valueStart)
         let argument = apnsb_rd_kafka_vu_header(destination.assumingMemoryBound(to: CChar.self), valueStart, value.count)
         return (argument, offset)
-    }
-
-    /// Copies `text`'s UTF-8 bytes to `destination`; returns how many.
-    private static func copy(_ text: String, to destination: UnsafeMutableRawPointer) -> Int {
-        text.withUTF8Bytes { copy(UnsafeRawBufferPointer($0), to: destination) }
     }
 
     /// Copies `bytes` to `destination`; returns how many.

@@ -33,6 +33,19 @@ struct PoisonRecordTests {
         var expected: Expected
     }
 
+    /// A header named `name`.
+    static func header(_ name: String, _ value: [UInt8]?) -> KafkaHeader {
+        KafkaHeader(name: name, value: value)
+    }
+
+    /// A header whose name is `nameBytes`, which are not UTF-8. Built field by field, so that a
+    /// consumer that repaired the name would not compare equal.
+    static func header(nameBytes: [UInt8], _ value: [UInt8]?) -> KafkaHeader {
+        var header = KafkaHeader(name: String(decoding: nameBytes, as: UTF8.self), value: value)
+        header.rawName = nameBytes
+        return header
+    }
+
     static func token(_ index: Int) -> String {
         let hex = String(index, radix: 16)
         return String(repeating: "0", count: 64 - hex.count) + hex
@@ -60,12 +73,18 @@ struct PoisonRecordTests {
             Record(value: request(3), timestamp: -5, expected: .results(count: 1, latencyIsNull: true)),
             Record(value: request(4), timestamp: 9_000_000_000_000_000_000, expected: .results(count: 1, latencyIsNull: true)),
             // Keys and headers of arbitrary bytes, on a valid request and on a bad one.
-            Record(key: allBytes, value: request(5), headers: [("x-bin", allBytes), ("request-id", [0xFF, 0x00, 0xC3])],
+            Record(key: allBytes, value: request(5), headers: [header("x-bin", allBytes), header("request-id", [0xFF, 0x00, 0xC3])],
                    expected: .results(count: 1, latencyIsNull: false)),
-            Record(key: allBytes, value: Array("not json".utf8), headers: [("x-bin", allBytes), ("", [])],
+            Record(key: allBytes, value: Array("not json".utf8), headers: [header("x-bin", allBytes), header("", [])],
+                   expected: .deadLetter(code: "invalid_json")),
+            // Header names that are not UTF-8 (an overlong encoding, a lone continuation byte,
+            // Latin-1) are repeated byte for byte, not repaired.
+            Record(value: Array("not json, odd header names".utf8),
+                   headers: [header(nameBytes: [0xC0, 0xAF], [1]), header(nameBytes: [0x78, 0x80, 0x79], nil),
+                             header(nameBytes: Array("caf".utf8) + [0xE9], Array("latin-1".utf8))],
                    expected: .deadLetter(code: "invalid_json")),
             // A null header value stays null in the dead letter, apart from an empty one.
-            Record(value: Array("not json either".utf8), headers: [("x-null", nil), ("x-empty", []), ("x-null", nil)],
+            Record(value: Array("not json either".utf8), headers: [header("x-null", nil), header("x-empty", []), header("x-null", nil)],
                    expected: .deadLetter(code: "invalid_json")),
             // A tombstone.
             Record(key: Array("gone".utf8), value: nil, expected: .deadLetter(code: "invalid_request")),
@@ -93,12 +112,12 @@ struct PoisonRecordTests {
             // the key kept); a key alone (dropped); 300,000 bytes of each (dropping the headers
             // is enough: the key stays).
             Record(key: Array("big-headers".utf8), value: Array("not json".utf8),
-                   headers: (0..<4).map { ("x-big-\($0)", [UInt8](repeating: 0x61, count: 149_975)) },
+                   headers: (0..<4).map { header("x-big-\($0)", [UInt8](repeating: 0x61, count: 149_975)) },
                    expected: .deadLetter(code: "invalid_json", dropped: .headers)),
-            Record(key: [UInt8](repeating: 0x6B, count: 599_900), value: Array("not json".utf8), headers: [("x-small", [1])],
+            Record(key: [UInt8](repeating: 0x6B, count: 599_900), value: Array("not json".utf8), headers: [header("x-small", [1])],
                    expected: .deadLetter(code: "invalid_json", dropped: .headersAndKey)),
             Record(key: [UInt8](repeating: 0x6B, count: 300_000), value: Array("not json".utf8),
-                   headers: [("x-big", [UInt8](repeating: 0x61, count: 299_900))],
+                   headers: [header("x-big", [UInt8](repeating: 0x61, count: 299_900))],
                    expected: .deadLetter(code: "invalid_json", dropped: .headers)),
         ]
         // Ordinary requests after them: all delivered.
@@ -179,11 +198,11 @@ struct PoisonRecordTests {
                 let requestID = Self.validID(in: record.value) ?? "apns.requests/0/\(offset)"
                 #expect(letter.header("request-id") == Array(requestID.utf8), "record \(offset)")
                 if dropped == .nothing {
-                    // Every original header, in order, with its value (null or not) as it was.
+                    // Every original header, in order, its name's bytes and its value (null or
+                    // not) as they were.
                     let carried = letter.headers.filter { $0.name != "request-id" }
                     let original = record.headers.filter { $0.name != "request-id" }
-                    #expect(carried.map(\.name) == original.map(\.name), "record \(offset)")
-                    #expect(carried.map(\.value) == original.map(\.value), "record \(offset)")
+                    #expect(carried == original, "record \(offset)")
                 } else {
                     #expect(letter.headers.map(\.name) == ["request-id"], "record \(offset)")
                 }

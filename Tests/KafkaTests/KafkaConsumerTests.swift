@@ -14,11 +14,14 @@ struct KafkaConsumerTests {
         defer { producer.close() }
         let before = Int64(Date().timeIntervalSince1970 * 1000)
         let count = 600
+        // A name that is not UTF-8 ("caf" and Latin-1's é).
+        let latinName = (Array("caf".utf8) + [0xE9]).withUnsafeBytes { KafkaHeader(nameBytes: $0, value: [7]) }
         for index in 0..<count {
             try producer.produce(
                 topic: "requests", key: index % 10 == 0 ? nil : Array("key-\(index)".utf8),
                 value: Array("value-\(index)".utf8),
-                headers: [(name: "request-id", value: Array("r\(index)".utf8)), (name: "empty", value: []), (name: "null", value: nil)],
+                headers: [KafkaHeader(name: "request-id", value: Array("r\(index)".utf8)), KafkaHeader(name: "empty", value: []),
+                          KafkaHeader(name: "null", value: nil), latinName],
                 tag: UInt64(index))
         }
         #expect(producer.flush(timeoutMilliseconds: 10_000))
@@ -36,10 +39,12 @@ struct KafkaConsumerTests {
             let index = try #require(Int(String(decoding: value, as: UTF8.self).dropFirst(6)))
             #expect(message.topic == "requests")
             #expect(message.key == (index % 10 == 0 ? nil : Array("key-\(index)".utf8)))
-            #expect(message.headers.map(\.name) == ["request-id", "empty", "null"])
+            #expect(message.headers.map(\.name) == ["request-id", "empty", "null", "caf\u{FFFD}"])
+            // The name that is not UTF-8 keeps its bytes.
+            #expect(message.headers.map(\.rawName) == [nil, nil, nil, Array("caf".utf8) + [0xE9]])
             #expect(message.header("request-id") == Array("r\(index)".utf8))
             // An empty value and a null one arrive as they were produced.
-            #expect(message.headers.map(\.value) == [Array("r\(index)".utf8), [], nil])
+            #expect(message.headers.map(\.value) == [Array("r\(index)".utf8), [], nil, [7]])
             let timestamp = try #require(message.timestampMilliseconds)
             #expect(timestamp >= before - 1 && timestamp <= after + 1)
         }
@@ -67,7 +72,7 @@ struct KafkaConsumerTests {
             try producer.produce(
                 topic: "requests", key: index % 7 == 0 ? nil : Array("key-\(index)".utf8),
                 value: index % 5 == 0 ? nil : Array("value-\(index)".utf8),
-                headers: index % 3 == 0 ? [] : [(name: "request-id", value: Array("r\(index)".utf8))],
+                headers: index % 3 == 0 ? [] : [KafkaHeader(name: "request-id", value: Array("r\(index)".utf8))],
                 tag: UInt64(index))
         }
         #expect(producer.flush(timeoutMilliseconds: 10_000))

@@ -188,7 +188,7 @@ struct KafkaProducerTests {
             // From this thread: each call only appends to the outbox, whatever librdkafka's state.
             producer.enqueue(KafkaOutboundRecord(
                 topic: "outbox", key: Array("k\(index)".utf8), value: Array("v\(index)".utf8),
-                headers: [(name: "request-id", value: Array("r\(index)".utf8))], tag: UInt64(index)))
+                headers: [KafkaHeader(name: "request-id", value: Array("r\(index)".utf8))], tag: UInt64(index)))
         }
         // librdkafka holds its 10; the rest wait in the outbox: backpressure, not a failure.
         #expect(waitFor { producer.inFlightCount == 10 })
@@ -221,7 +221,7 @@ struct KafkaProducerTests {
             deliveryHandler: recorder.handler)
         func record(_ tag: UInt64) -> KafkaOutboundRecord {
             KafkaOutboundRecord(topic: "direct", key: nil, value: Array("v\(tag)".utf8),
-                                headers: [(name: "request-id", value: Array("r\(tag)".utf8))], tag: tag)
+                                headers: [KafkaHeader(name: "request-id", value: Array("r\(tag)".utf8))], tag: tag)
         }
         // `fromBytes`: the form that takes the value as bytes in scratch memory (odd tags by default).
         func produceNow(_ tag: UInt64, fromBytes: Bool? = nil) -> Bool {

@@ -73,7 +73,7 @@ enum KafkaTestSupport {
         for index in first..<(first + count) {
             try producer.produce(
                 topic: topic, key: Array("key-\(index)".utf8), value: Array("value-\(index)".utf8),
-                headers: [(name: "request-id", value: Array("r\(index)".utf8))], tag: tagBase + UInt64(index))
+                headers: [KafkaHeader(name: "request-id", value: Array("r\(index)".utf8))], tag: tagBase + UInt64(index))
         }
     }
 }

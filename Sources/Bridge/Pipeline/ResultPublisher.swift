@@ -67,7 +67,7 @@ final class ResultPublisher: ResultSink {
     /// A result, under a KiB, weighs 1.
     func deadLetterWeight(of message: KafkaMessage) -> Int {
         var bytes = (message.key?.count ?? 0) + (message.value?.count ?? 0)
-        for header in message.headers { bytes += header.name.utf8.count + (header.value?.count ?? 0) }
+        for header in message.headers { bytes += header.byteCount }
         return 1 + min(bytes, maximumRecordBytes) / ResultPublisher.weightUnitBytes
     }
 
@@ -137,7 +137,7 @@ final class ResultPublisher: ResultSink {
     /// would stop the partition, and the same record would stop it again after every restart.
     func publishDeadLetter(_ deadLetter: DeadLetter, message: KafkaMessage, context: RequestContext) {
         // Our `request-id` replaces one the original may carry, so readers see one value.
-        let requestIDHeader: [KafkaHeader] = [(name: "request-id", value: Array(context.requestID.utf8))]
+        let requestIDHeader = [KafkaHeader(name: "request-id", value: Array(context.requestID.utf8))]
         var headers = message.headers.filter { $0.name != "request-id" } + requestIDHeader
         var key = message.key
         var budget = deadLetterBudget(key: key, headers: headers)
@@ -165,7 +165,7 @@ final class ResultPublisher: ResultSink {
     private func deadLetterBudget(key: [UInt8]?, headers: [KafkaHeader]) -> Int {
         var used = ResultPublisher.recordOverheadBytes + (key?.count ?? 0)
         for header in headers {
-            used += header.name.utf8.count + (header.value?.count ?? 0) + 16
+            used += header.byteCount + 16
         }
         return maximumRecordBytes - used
     }
@@ -181,7 +181,7 @@ final class ResultPublisher: ResultSink {
         /// The key and headers as a record that outlives the call keeps them.
         var owned: (key: [UInt8]?, headers: [KafkaHeader]) {
             switch self {
-            case .borrowed(let key, let requestID): (Array(key), [(name: "request-id", value: Array(requestID))])
+            case .borrowed(let key, let requestID): (Array(key), [KafkaHeader(name: "request-id", value: Array(requestID))])
             case .owned(let key, let headers): (key, headers)
             }
         }

@@ -23,9 +23,7 @@ public struct KafkaOutboundRecord: Sendable {
     /// Bytes librdkafka will hold for it (key, value and headers), for queue accounting.
     public var payloadSize: Int {
         var size = value.count + (key?.count ?? 0)
-        for header in headers {
-            size += header.name.utf8.count + (header.value?.count ?? 0)
-        }
+        for header in headers { size += header.byteCount }
         return size
     }
 }
