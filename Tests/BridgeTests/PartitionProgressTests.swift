@@ -147,6 +147,27 @@ import Testing
         #expect(recorder.all == [7, 1])
     }
 
+    /// A completion marks its partition queued under the partition's lock and puts it in the
+    /// queue just after: a revocation between the two still stores what it completed. The
+    /// partition here was marked by a queue that is gone, which leaves it in exactly that state.
+    @Test func aRevocationStoresACompletionNotYetInTheQueue() {
+        let recorder = StoreRecorder()
+        let leaving: PartitionProgress
+        do {  // the partition's queue is gone after this: a completion marks it and queues it nowhere
+            let marking = OffsetStoreQueue { _, _ in }
+            leaving = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: marking)
+        }
+        #expect(leaving.track(0))
+        #expect(leaving.track(1))
+        context(0, leaving).release()
+        #expect(recorder.queue.count == 0)
+        recorder.queue.revoke([leaving])
+        #expect(recorder.stored.withLock { $0 } == [1])
+        #expect(leaving.isRevoked)
+        context(1, leaving).release()  // after the revocation: never stored
+        #expect(recorder.all == [1])
+    }
+
     @Test func aQueueThatIsNeverDrainedFreesItselfAndItsPartitions() {
         weak var weakQueue: OffsetStoreQueue?
         weak var weakProgress: PartitionProgress?

@@ -36,12 +36,12 @@ final class OffsetStoreQueue: Sendable {
     var count: Int { queued.withLock { $0.count } }
 
     /// A revocation (consumer thread, in the rebalance callback): what completed in the leaving
-    /// partitions is stored first, since librdkafka commits the stored offsets as they leave;
-    /// then they are revoked, and nothing of theirs is stored again. Without the first step the
+    /// partitions is stored, since librdkafka commits the stored offsets as they leave, and they
+    /// are revoked in the same step, so nothing of theirs is stored again. Without the store the
     /// completions since the last loop pass would be read and sent again by the new owner.
     func revoke(_ leaving: [PartitionProgress]) {
         storeQueued()
-        for progress in leaving { progress.revoke() }
+        for progress in leaving { progress.storeAndRevoke(store) }
     }
 
     /// Stores the newest committable offset of every queued partition, once each.

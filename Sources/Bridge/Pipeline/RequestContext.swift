@@ -184,6 +184,20 @@ final class PartitionProgress: Sendable {
         }
     }
 
+    /// At least once: stores the committable offset and revokes the partition in one step under
+    /// the lock, so a completion is either in the stored offset or after the revocation. (Storing
+    /// the queued partitions first and revoking after would miss a completion that has marked the
+    /// partition queued but not yet put it in the queue: its offset would be read again by the new
+    /// owner.)
+    func storeAndRevoke(_ store: (KafkaTopicPartition, Int64) -> Void) {
+        state.withLock { state in
+            if !state.isRevoked, let next = state.tracker.committableNextOffset() {
+                store(topicPartition, next)
+            }
+            state.isRevoked = true
+        }
+    }
+
     /// Exactly once: buffers one output of the pending record `offset`. Returns false when it
     /// is not kept (partition revoked): the new owner produces it again.
     func buffer(_ output: KafkaOutboundRecord, for offset: Int64) -> Bool {
