@@ -1,5 +1,7 @@
-import CRdKafka
+#if canImport(Glibc)
 import Glibc
+#endif
+import CRdKafka
 
 extension KafkaMessage {
     /// Copies a consumed librdkafka record (which must have `err == 0`) of topic `topic`.

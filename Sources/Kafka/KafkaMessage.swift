@@ -6,12 +6,14 @@ import Observability
 /// Kafka clients write header names as UTF-8, but a record may carry any bytes there. A name that
 /// is not UTF-8 keeps its bytes in ``rawName``, so a dead letter repeats it byte for byte;
 /// ``name`` then holds the name with invalid sequences replaced by U+FFFD, which matches no name
-/// the bridge looks for.
+/// the bridge looks for. (librdkafka's C API hands names over NUL-terminated, so a name ends at
+/// its first NUL byte, on reading and on writing.) Two headers are equal when their names' bytes
+/// and their values are.
 public struct KafkaHeader: Sendable, Equatable {
     /// The name as text.
-    public var name: String
+    public private(set) var name: String
     /// The name's bytes when they are not valid UTF-8; nil when `name`'s UTF-8 is the name.
-    public var rawName: [UInt8]?
+    public private(set) var rawName: [UInt8]?
     /// The value, or nil for a null value.
     public var value: [UInt8]?
 
@@ -37,6 +39,10 @@ public struct KafkaHeader: Sendable, Equatable {
     /// Bytes the name and value take in a record.
     public var byteCount: Int {
         (rawName?.count ?? name.utf8.count) + (value?.count ?? 0)
+    }
+
+    public static func == (lhs: KafkaHeader, rhs: KafkaHeader) -> Bool {
+        lhs.value == rhs.value && lhs.withNameBytes { left in rhs.withNameBytes { left.elementsEqual($0) } }
     }
 
     /// Calls `body` with the name's bytes as the record carries them.

@@ -225,7 +225,7 @@ extension BridgePipeline {
                     }
                 }
             } else if let offsetStores {
-                offsetStores.revoke(leaving)  // what completed is stored first, then they leave
+                offsetStores.revoke(leaving)  // what completed is stored as they leave, under each one's lock
             } else {
                 for progress in leaving { progress.revoke() }
             }
