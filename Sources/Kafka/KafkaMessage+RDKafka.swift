@@ -18,8 +18,8 @@ extension KafkaMessage {
             while rd_kafka_header_get_all(headerList, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
                 // A NULL value is a null header value, kept as nil (not read as empty).
                 let bytes = value.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: size)) }
-                let nameBytes = name.map { UnsafeRawBufferPointer(start: $0, count: strlen($0)) }
-                headers.append(KafkaHeader(nameBytes: nameBytes ?? UnsafeRawBufferPointer(start: nil, count: 0), value: bytes))
+                let nameBytes = UnsafeRawBufferPointer(start: name, count: name.map { strlen($0) } ?? 0)
+                headers.append(KafkaHeader(nameBytes: nameBytes, value: bytes))
                 index += 1
             }
         }
