@@ -62,7 +62,12 @@ extension HTTP2ClientConnection {
                 if count < 0 { finish(reason: "HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(count))))") }
                 break
             }
-            written.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
+            let frame = UnsafeBufferPointer(start: chunk, count: count)
+            if let encodedOnceField {
+                encodedOnceField.appendSwapping(frame, to: &written)
+            } else {
+                written.append(contentsOf: frame)
+            }
         }
         return written
     }

@@ -10,6 +10,8 @@ package struct HeaderBlock {
     private let fields: UnsafeMutableBufferPointer<nghttp2_nv>
     private var byteCount = 0
     package private(set) var count = 0
+    /// The connection's field encoded once: a field equal to it gets the stand-in value.
+    private var encodedOnce: HTTP2EncodedOnceField?
 
     /// Runs `body` with a builder holding up to `fieldCount` fields and `byteCapacity` bytes of
     /// values and of names given as `String`.
@@ -33,10 +35,16 @@ package struct HeaderBlock {
     /// Bytes still free in the block.
     package var remainingCapacity: Int { bytes.count - byteCount }
 
-    /// Appends a field with a static name (e.g. a pseudo header).
+    /// Appends a field with a static name (e.g. a pseudo header). The field encoded once (see
+    /// `withRequestHeaders`) goes in with its stand-in value, which the frame swaps for it.
     package mutating func add(_ name: StaticString, _ value: String) {
         let valueStart = byteCount
-        appendString(value)
+        if let encodedOnce, encodedOnce.matches(name, value) {
+            let standIn = HTTP2EncodedOnceField.standInValue
+            append(UnsafeRawBufferPointer(start: standIn.utf8Start, count: standIn.utf8CodeUnitCount))
+        } else {
+            appendString(value)
+        }
         appendField(staticName: name, valueStart: valueStart)
     }
 
@@ -127,16 +135,19 @@ extension HeaderBlock {
     /// then the `fieldCount` fields that `writeFields` adds (`:path` and the request's headers,
     /// written from the caller's own values, with no header array or joined strings in between),
     /// whose values and run-time names take `byteCount` bytes, in scratch memory sized from
-    /// exactly those bytes.
+    /// exactly those bytes. A field equal to `encodedOnce` gets its stand-in value, unless the
+    /// block is larger than `HTTP2EncodedOnceField.maxBlockBytes`.
     static func withRequestHeaders<Result>(
         authority: String,
         fieldCount: Int,
         byteCount: Int,
+        encodedOnce: HTTP2EncodedOnceField? = nil,
         writeFields: (inout HeaderBlock) -> Void,
         _ body: (inout HeaderBlock) -> Result
     ) -> Result {
         let byteCapacity = size("POST") + size("https") + size(authority) + byteCount
         return with(fieldCount: 3 + fieldCount, byteCapacity: byteCapacity) { block in
+            if byteCapacity <= HTTP2EncodedOnceField.maxBlockBytes { block.encodedOnce = encodedOnce }
             block.add(":method", "POST")
             block.add(":scheme", "https")
             block.add(":authority", authority)

@@ -243,6 +243,9 @@ final class APNsConnectionPool: @unchecked Sendable {
                 do {
                     authorization = try tokenProvider.authorization(keeping: member.authorization)
                     member.authorization = authorization
+                    // The token is the same for every request until it is replaced: encoded
+                    // once per connection and token, not per request.
+                    connection.encodeOnce("authorization", value: authorization?.headerValue)
                     tokenChecked = true
                 } catch {
                     logger.error("cannot sign a provider token", metadata: ["apns.pool": name, "error": "\(error)"])

@@ -1,0 +1,227 @@
+import CNGHTTP2
+@testable import HTTP2
+import Testing
+
+/// A field encoded once per connection (the provider token): what goes on the wire is byte for
+/// byte what nghttp2 writes when it encodes the field for every request, and only frames that
+/// hold the stand-in at a field's boundary are changed.
+@Suite struct HTTP2EncodedOnceFieldTests {
+    static let firstToken = "bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IkFCQzEyM0RFRkcifQ.eyJpc3MiOiJERUYxMjNHSElKIiwiaWF0IjoxNzAwMDAwMDAwfQ."
+        + String(repeating: "Qx7_-a9Z", count: 11)
+    static let secondToken = "bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IkFCQzEyM0RFRkcifQ.eyJpc3MiOiJERUYxMjNHSElKIiwiaWF0IjoxNzAwMDAzNjAwfQ."
+        + String(repeating: "mK3-Tz_8", count: 11)
+
+    /// One request's fields as the APNs client writes them: path, token, two more headers.
+    static func submit(_ tag: UInt64, token: String, on connection: HTTP2ClientConnection) -> Bool {
+        let device = String(repeating: "a1b2c3d4", count: 8)
+        let byteCount = "/3/device/".utf8.count + device.utf8.count + token.utf8.count + "alert".utf8.count
+            + "com.example.chat".utf8.count
+        return connection.submit(tag: tag, body: Array("{\"aps\":{}}".utf8), fieldCount: 4, byteCount: byteCount) { block in
+            block.add(":path", "/3/device/", device)
+            block.add("authorization", token)
+            block.add("apns-push-type", "alert")
+            block.add("apns-topic", "com.example.chat")
+        }
+    }
+
+    /// What a client connection writes: the handshake, three requests with the first token, two
+    /// with the second. `encodingOnce`: the connection encodes each token once, and its frames
+    /// are taken from the session both as they are (`raw`) and as the connection sends them.
+    static func clientBytes(encodingOnce: Bool, loop: EventLoop,
+                            tls: TLSClientContext) throws -> (sent: [UInt8], raw: [UInt8]) {
+        let connection = try HTTP2ClientConnection.makeInMemory(loop: loop, tls: tls, delegate: SilentDelegate())
+        var sent: [UInt8] = []
+        var raw: [UInt8] = []
+        func drain() {
+            guard encodingOnce else {
+                sent += connection.sendInMemory()
+                return
+            }
+            while let session = connection.session {
+                var chunk: UnsafePointer<UInt8>?
+                let count = nghttp2_session_mem_send(session, &chunk)
+                guard count > 0, let chunk else { break }
+                let frame = UnsafeBufferPointer(start: chunk, count: count)
+                raw += frame
+                if let field = connection.encodedOnceField { field.appendSwapping(frame, to: &sent) } else { sent += frame }
+            }
+        }
+        drain()
+        _ = connection.receiveInMemory(HTTP2ResponseReplay.serverHandshake)  // SETTINGS: its ACK follows in `drain`
+        if encodingOnce { connection.encodeOnce("authorization", value: firstToken) }
+        for tag: UInt64 in 1...3 { #expect(submit(tag, token: firstToken, on: connection)) }
+        drain()
+        if encodingOnce { connection.encodeOnce("authorization", value: secondToken) }
+        for tag: UInt64 in 4...5 { #expect(submit(tag, token: secondToken, on: connection)) }
+        drain()
+        connection.close()
+        return (sent, raw)
+    }
+
+    @Test func theWireBytesAreThoseOfTheFieldEncodedPerRequest() async throws {
+        let loop = try EventLoop(name: "encoded-once")
+        defer { loop.shutdown() }
+        let tls = try TLSClientContext(TLSClientConfiguration())
+        let bytes = await onLoop(loop) {
+            Result { (try Self.clientBytes(encodingOnce: true, loop: loop, tls: tls),
+                      try Self.clientBytes(encodingOnce: false, loop: loop, tls: tls).sent) }
+        }
+        let (encodedOnce, encodedPerRequest) = try bytes.get()
+        // The session itself wrote the stand-in: the token was not encoded per request...
+        let raw = try #require(HeadersFrames.decode(encodedOnce.raw))
+        #expect(raw.map { $0["authorization"] } == Array(repeating: "-", count: 5))
+        // ...and what went out is byte for byte what nghttp2 writes when it is.
+        #expect(encodedOnce.sent == encodedPerRequest)
+        // What a peer decodes from it (one HPACK context across the five blocks).
+        let blocks = try #require(HeadersFrames.decode(encodedOnce.sent))
+        #expect(blocks.map { $0["authorization"] } == [Self.firstToken, Self.firstToken, Self.firstToken,
+                                                        Self.secondToken, Self.secondToken])
+        #expect(blocks.allSatisfy { $0["apns-topic"] == "com.example.chat" && $0[":method"] == "POST" })
+    }
+
+    @Test func aBlockCarriesTheStandInOnlyForTheSameFieldInASmallBlock() throws {
+        let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
+        func value(of token: String, extraBytes: Int) -> String {
+            let padding = String(repeating: "x", count: extraBytes)
+            let byteCount = token.utf8.count + padding.utf8.count
+            return HeaderBlock.withRequestHeaders(authority: "api.push.apple.com", fieldCount: 2, byteCount: byteCount,
+                                                  encodedOnce: field, writeFields: { block in
+                                                      block.add("authorization", token)
+                                                      block.add("x-padding", padding)
+                                                  }) { block in
+                let authorization = block.nameValues[3]
+                return String(decoding: UnsafeBufferPointer(start: authorization.value, count: authorization.valuelen), as: UTF8.self)
+            }
+        }
+        #expect(value(of: Self.firstToken, extraBytes: 0) == "-")
+        #expect(value(of: Self.secondToken, extraBytes: 0) == Self.secondToken)  // another value
+        #expect(value(of: Self.firstToken, extraBytes: HTTP2EncodedOnceField.maxBlockBytes) == Self.firstToken)
+    }
+
+    @Test func onlyNeverIndexedFieldsAreEncodedOnce() {
+        #expect(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken) != nil)
+        // nghttp2 indexes these (a later request sends an index), so a swap would desynchronise
+        // the two HPACK tables: refused.
+        #expect(HTTP2EncodedOnceField(name: "apns-topic", value: "com.example.chat") == nil)
+        #expect(HTTP2EncodedOnceField(name: "authorization", value: "") == nil)
+        #expect(HTTP2EncodedOnceField(name: "authorization", value: String(repeating: "a", count: 1025)) == nil)
+    }
+
+    /// A HEADERS frame (stream 1) around `block`, with `flags` and what they add.
+    static func headersFrame(_ block: [UInt8], flags: UInt8 = HTTP2FrameLayout.endHeadersFlag, type: UInt8 = 0x01,
+                             padding: Int = 0) -> [UInt8] {
+        var payload: [UInt8] = []
+        if flags & HTTP2FrameLayout.paddedFlag != 0 { payload.append(UInt8(padding)) }
+        if flags & HTTP2FrameLayout.priorityFlag != 0 { payload += [0, 0, 0, 0, 15] }
+        payload += block
+        if flags & HTTP2FrameLayout.paddedFlag != 0 { payload += [UInt8](repeating: 0, count: padding) }
+        let length = payload.count
+        return [UInt8(length >> 16), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF), type, flags, 0, 0, 0, 1] + payload
+    }
+
+    static func swapped(_ frame: [UInt8], _ field: HTTP2EncodedOnceField) -> (Bool, [UInt8]) {
+        var output: [UInt8] = [0xAA]  // what was written before stays
+        let swapped = frame.withUnsafeBufferPointer { field.appendSwapping($0, to: &output) }
+        #expect(output.first == 0xAA)
+        return (swapped, Array(output.dropFirst()))
+    }
+
+    @Test func theStandInIsSwappedAtAFieldsBoundaryWithPaddingAndPriority() throws {
+        let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
+        // :method POST (indexed), a literal `:path` with a plain value, the stand-in, an indexed field.
+        let before: [UInt8] = [0x83, 0x04, 0x03] + Array("/ab".utf8)
+        let after: [UInt8] = [0xBE]
+        for flags in [HTTP2FrameLayout.endHeadersFlag, HTTP2FrameLayout.endHeadersFlag | 0x01,
+                      HTTP2FrameLayout.endHeadersFlag | HTTP2FrameLayout.paddedFlag | HTTP2FrameLayout.priorityFlag] {
+            let frame = Self.headersFrame(before + field.standInEncoded + after, flags: flags, padding: 3)
+            let (swapped, output) = Self.swapped(frame, field)
+            #expect(swapped)
+            #expect(output == Self.headersFrame(before + field.encoded + after, flags: flags, padding: 3))
+        }
+    }
+
+    @Test func framesWithoutTheStandInAtABoundaryPassUnchanged() throws {
+        let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
+        let standIn = field.standInEncoded
+        // The stand-in's bytes inside another field's value: a literal `:path` that spells them.
+        let inside: [UInt8] = [0x04, UInt8(standIn.count + 1), 0x2F] + standIn
+        let frames: [[UInt8]] = [
+            Self.headersFrame(inside),
+            Self.headersFrame(standIn, flags: 0),  // no END_HEADERS: a CONTINUATION would follow
+            Self.headersFrame(standIn, type: 0x00),  // DATA
+            Self.headersFrame(standIn, type: 0x09),  // CONTINUATION
+            Array(Self.headersFrame(standIn).dropLast()),  // shorter than its length says
+            Self.headersFrame([0x04, 0x7F]),  // a length that runs past the block
+            Self.headersFrame([0x1F] + [UInt8](repeating: 0xFF, count: 6)),  // an endless integer
+            [0, 0, 2, 0x01, HTTP2FrameLayout.endHeadersFlag | HTTP2FrameLayout.paddedFlag, 0, 0, 0, 1, 200, 0x83],  // padding past the frame
+            [0, 0, 0],
+        ]
+        for frame in frames {
+            let (swapped, output) = Self.swapped(frame, field)
+            #expect(!swapped)
+            #expect(output == frame)
+        }
+    }
+}
+
+/// A delegate for connections whose answers the test does not read.
+private final class SilentDelegate: HTTP2ClientConnectionDelegate {
+    func connectionDidBecomeReady(_ connection: HTTP2ClientConnection) {}
+    func connection(_ connection: HTTP2ClientConnection, didFinishStream tag: UInt64,
+                    result: Result<HTTP2Response, HTTP2StreamFailure>) {}
+    func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {}
+    func connectionDidClose(_ connection: HTTP2ClientConnection, reason: String) {}
+}
+
+/// Decodes the header blocks of a client's HEADERS frames with nghttp2's own HPACK decoder, as a
+/// server would.
+enum HeadersFrames {
+    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    /// Each HEADERS frame's fields (name to value), in order; nil when the bytes do not parse.
+    static func decode(_ bytes: [UInt8]) -> [[String: String]]? {
+        guard bytes.starts(with: preface) else { return nil }
+        var inflater: OpaquePointer?
+        guard nghttp2_hd_inflate_new(&inflater) == 0, let inflater else { return nil }
+        defer { nghttp2_hd_inflate_del(inflater) }
+        var blocks: [[String: String]] = []
+        var position = preface.count
+        while position + 9 <= bytes.count {
+            let length = Int(bytes[position]) << 16 | Int(bytes[position + 1]) << 8 | Int(bytes[position + 2])
+            let payload = (position + 9)..<(position + 9 + length)
+            guard payload.upperBound <= bytes.count else { return nil }
+            if bytes[position + 3] == 0x01 {
+                guard let fields = inflate(Array(bytes[payload]), with: inflater) else { return nil }
+                blocks.append(fields)
+            }
+            position = payload.upperBound
+        }
+        return position == bytes.count ? blocks : nil
+    }
+
+    private static func inflate(_ block: [UInt8], with inflater: OpaquePointer) -> [String: String]? {
+        var fields: [String: String] = [:]
+        let finished = block.withUnsafeBufferPointer { input -> Bool in
+            guard var cursor = input.baseAddress else { return false }
+            var left = input.count
+            while true {
+                var field = nghttp2_nv()
+                var flags: Int32 = 0
+                let used = nghttp2_hd_inflate_hd2(inflater, &field, &flags, cursor, left, 1)
+                guard used >= 0 else { return false }
+                cursor += used
+                left -= used
+                if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
+                    let name = String(decoding: UnsafeBufferPointer(start: field.name, count: field.namelen), as: UTF8.self)
+                    fields[name] = String(decoding: UnsafeBufferPointer(start: field.value, count: field.valuelen), as: UTF8.self)
+                }
+                if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 {
+                    nghttp2_hd_inflate_end_headers(inflater)
+                    return true
+                }
+                if used == 0 && left == 0 { return false }
+            }
+        }
+        return finished ? fields : nil
+    }
+}
