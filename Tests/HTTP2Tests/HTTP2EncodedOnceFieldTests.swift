@@ -140,6 +140,40 @@ import Testing
         }
     }
 
+    /// Blocks as nghttp2 encodes them, with everything its deflater writes (indexed fields,
+    /// literals with and without indexing and with new names, never-indexed fields, table size
+    /// updates, Huffman-coded and plain strings), the stand-in anywhere among them: each swap
+    /// gives the block nghttp2 writes with the token itself.
+    @Test func theSwapGivesNghttp2sOwnBlockWhateverSurroundsTheStandIn() throws {
+        let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
+        let withStandIn = try BlockDeflater()
+        let withToken = try BlockDeflater()
+        let names = [":method", ":path", ":authority", "apns-topic", "apns-push-type", "apns-collapse-id",
+                     "content-type", "apns-expiration", "cookie"]
+        for round in 0..<400 {
+            if round % 97 == 50 {  // both tables resized: the next blocks start with a size update
+                for deflater in [withStandIn, withToken] { deflater.changeTableSize(round % 2 == 0 ? 256 : 4096) }
+            }
+            var fields: [(name: String, value: String, neverIndexed: Bool)] = []
+            for index in 0..<(1 + round % 7) {
+                let name = index % 4 == 3 ? "x-custom-\(round % 13)" : names[(round + index * 3) % names.count]
+                let value = "v\((round * 7 + index) % 23)" + String(repeating: "Zz9", count: (round + index) % 40)
+                fields.append((name, value, (round + index) % 11 == 0))
+            }
+            let position = round % (fields.count + 1)
+            var standInFields = fields
+            standInFields.insert(("authorization", "-", false), at: position)
+            var tokenFields = fields
+            tokenFields.insert(("authorization", Self.firstToken, false), at: position)
+            let flags = round % 3 == 0 ? HTTP2FrameLayout.endHeadersFlag | HTTP2FrameLayout.priorityFlag : HTTP2FrameLayout.endHeadersFlag
+            let frame = Self.headersFrame(try withStandIn.deflate(standInFields), flags: flags)
+            let expected = Self.headersFrame(try withToken.deflate(tokenFields), flags: flags)
+            let (swapped, output) = Self.swapped(frame, field)
+            #expect(swapped, "round \(round)")
+            #expect(output == expected, "round \(round)")
+        }
+    }
+
     @Test func framesWithoutTheStandInAtABoundaryPassUnchanged() throws {
         let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
         let standIn = field.standInEncoded
@@ -171,6 +205,52 @@ private final class SilentDelegate: HTTP2ClientConnectionDelegate {
                     result: Result<HTTP2Response, HTTP2StreamFailure>) {}
     func connectionDidUpdateSettings(_ connection: HTTP2ClientConnection, maxConcurrentStreams: Int) {}
     func connectionDidClose(_ connection: HTTP2ClientConnection, reason: String) {}
+}
+
+/// nghttp2's standalone HPACK encoder, one context across the blocks it writes.
+private final class BlockDeflater {
+    private let deflater: OpaquePointer
+
+    init() throws {
+        var deflater: OpaquePointer?
+        guard nghttp2_hd_deflate_new(&deflater, 4096) == 0, let deflater else { throw DeflaterUnavailable() }
+        self.deflater = deflater
+    }
+
+    deinit { nghttp2_hd_deflate_del(deflater) }
+
+    struct DeflaterUnavailable: Error {}
+
+    func changeTableSize(_ size: Int) {
+        _ = nghttp2_hd_deflate_change_table_size(deflater, size)
+    }
+
+    /// The block of `fields`, in order (`neverIndexed`: NGHTTP2_NV_FLAG_NO_INDEX).
+    func deflate(_ fields: [(name: String, value: String, neverIndexed: Bool)]) throws -> [UInt8] {
+        // Every name and value in one buffer, so that each field points into it inside one closure.
+        var text: [UInt8] = []
+        var spans: [(name: Range<Int>, value: Range<Int>)] = []
+        for field in fields {
+            let nameStart = text.count
+            text += field.name.utf8
+            let valueStart = text.count
+            text += field.value.utf8
+            spans.append((nameStart..<valueStart, valueStart..<text.count))
+        }
+        var output = [UInt8](repeating: 0, count: 64 * 1024)
+        let written = text.withUnsafeMutableBufferPointer { text -> Int in
+            // invariant: every block has a field with a non-empty name, so the buffer has storage.
+            let base = text.baseAddress!
+            var list = zip(fields, spans).map { field, span in
+                nghttp2_nv(name: base + span.name.lowerBound, value: base + span.value.lowerBound,
+                           namelen: span.name.count, valuelen: span.value.count,
+                           flags: UInt8((field.neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE).rawValue))
+            }
+            return output.withUnsafeMutableBufferPointer { nghttp2_hd_deflate_hd(deflater, $0.baseAddress, $0.count, &list, list.count) }
+        }
+        guard written > 0 else { throw DeflaterUnavailable() }
+        return Array(output[..<written])
+    }
 }
 
 /// Decodes the header blocks of a client's HEADERS frames with nghttp2's own HPACK decoder, as a
