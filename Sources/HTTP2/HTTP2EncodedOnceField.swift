@@ -20,7 +20,7 @@ import CNGHTTP2
 /// returns nil for any other). Requests whose header block could come near the smallest frame
 /// size keep their value (``HeaderBlock`` checks ``maxBlockBytes``), so every block holding the
 /// stand-in is one HEADERS frame with room for the swap.
-package final class HTTP2EncodedOnceField: @unchecked Sendable {
+package final class HTTP2EncodedOnceField: Sendable {
     /// The header name (lower case).
     package let name: StaticString
     /// The value the field stands for.
