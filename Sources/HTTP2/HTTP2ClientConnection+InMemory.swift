@@ -62,12 +62,7 @@ extension HTTP2ClientConnection {
                 if count < 0 { finish(reason: "HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(count))))") }
                 break
             }
-            let frame = UnsafeBufferPointer(start: chunk, count: count)
-            if let encodedOnceField {
-                encodedOnceField.appendSwapping(frame, to: &written)
-            } else {
-                written.append(contentsOf: frame)
-            }
+            encodedOnceSwaps.appendSwapping(UnsafeBufferPointer(start: chunk, count: count), to: &written)
         }
         return written
     }

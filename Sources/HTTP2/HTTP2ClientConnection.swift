@@ -92,9 +92,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var dataBytesRefilled = 0
     var dataBytesKept = 0
     var initialWindowRaiseSent = false
-    /// The field requests carry as a stand-in until their HEADERS frame leaves (see
-    /// `encodeOnce(_:value:)`). Loop thread.
-    private(set) var encodedOnceField: HTTP2EncodedOnceField?
+    /// The field requests carry a stand-in for until their HEADERS frame leaves, and the one
+    /// before it (see `encodeOnce(_:value:)`). Loop thread.
+    private(set) var encodedOnceSwaps = HTTP2EncodedOnceSwaps()
     /// The TLS connection while one is open or being set up (tests read its state on the loop).
     private(set) var connection: TLSConnection?
     /// The wait for the host's name lookup while it runs (withdrawn if the connection ends first).
@@ -205,7 +205,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                         writeFields: (inout HeaderBlock) -> Void) -> Bool {
         guard canSubmit, let session else { return false }
         let streamID = HeaderBlock.withRequestHeaders(authority: authority, fieldCount: fieldCount, byteCount: byteCount,
-                                                      encodedOnce: encodedOnceField, writeFields: writeFields) { block in
+                                                      encodedOnce: encodedOnceSwaps.current, writeFields: writeFields) { block in
             submitRequest(session, block, hasBody: !body.isEmpty)
         }
         return submitted(streamID, tag: tag, body: body)
@@ -213,14 +213,13 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     /// From now on, requests of `submit(tag:body:fieldCount:byteCount:writeFields:)` with the
     /// field `name: value` (a static name) have it HPACK-encoded once, not per request (see
-    /// ``HTTP2EncodedOnceField``): what the peer receives is the same. A new value replaces the
-    /// old one, also for requests submitted but not written yet, which then carry the new value;
-    /// nil goes back to encoding the field per request. The same value again costs a comparison.
-    /// Loop thread.
+    /// ``HTTP2EncodedOnceField``): what the peer receives is the same. A new value is used by
+    /// the requests submitted after it; those submitted before and not written yet keep theirs
+    /// (``HTTP2EncodedOnceSwaps``). nil goes back to encoding the field per request. The same
+    /// value again costs a comparison. Loop thread.
     package func encodeOnce(_ name: StaticString, value: String?) {
-        if let current = encodedOnceField, let value, current.matches(name, value) { return }
-        encodedOnceField = value.flatMap { HTTP2EncodedOnceField(name: name, value: $0) }
-        connection?.encodedOnce = encodedOnceField
+        guard encodedOnceSwaps.encode(name, value: value) else { return }
+        connection?.encodedOnceSwaps = encodedOnceSwaps
     }
 
     private var canSubmit: Bool {
@@ -305,7 +304,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                     throw error
                 }
                 let connection = TLSConnection(fd: fd, ssl: ssl, loop: loop, owner: self, connecting: true)
-                connection.encodedOnce = encodedOnceField
+                connection.encodedOnceSwaps = encodedOnceSwaps
                 self.connection = connection
                 connection.start()
                 return

@@ -40,7 +40,7 @@ package struct HeaderBlock {
     package mutating func add(_ name: StaticString, _ value: String) {
         let valueStart = byteCount
         if let encodedOnce, encodedOnce.matches(name, value) {
-            let standIn = HTTP2EncodedOnceField.standInValue
+            let standIn = encodedOnce.standInValue
             append(UnsafeRawBufferPointer(start: standIn.utf8Start, count: standIn.utf8CodeUnitCount))
         } else {
             appendString(value)
@@ -136,7 +136,7 @@ extension HeaderBlock {
     /// written from the caller's own values, with no header array or joined strings in between),
     /// whose values and run-time names take `byteCount` bytes, in scratch memory sized from
     /// exactly those bytes. A field equal to `encodedOnce` gets its stand-in value, unless the
-    /// block is larger than `HTTP2EncodedOnceField.maxBlockBytes`.
+    /// block is larger than `HTTP2EncodedOnceField.maxBlockBytes` or `maxBlockFields`.
     static func withRequestHeaders<Result>(
         authority: String,
         fieldCount: Int,
@@ -147,7 +147,9 @@ extension HeaderBlock {
     ) -> Result {
         let byteCapacity = size("POST") + size("https") + size(authority) + byteCount
         return with(fieldCount: 3 + fieldCount, byteCapacity: byteCapacity) { block in
-            if byteCapacity <= HTTP2EncodedOnceField.maxBlockBytes { block.encodedOnce = encodedOnce }
+            if byteCapacity <= HTTP2EncodedOnceField.maxBlockBytes, 3 + fieldCount <= HTTP2EncodedOnceField.maxBlockFields {
+                block.encodedOnce = encodedOnce
+            }
             block.add(":method", "POST")
             block.add(":scheme", "https")
             block.add(":authority", authority)

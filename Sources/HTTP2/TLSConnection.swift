@@ -49,9 +49,10 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     /// No runtime exclusivity check: loop thread only, and no access to it runs other code of
     /// this class (bytes from `nghttp2_session_mem_send`, handed to `SSL_write`).
     @exclusivity(unchecked) private var output: [UInt8] = []
-    /// The client's field encoded once: HEADERS frames holding its stand-in get the field as
-    /// they are taken from the session. Loop thread.
-    package var encodedOnce: HTTP2EncodedOnceField?
+    /// The client's fields encoded once: HEADERS frames holding a stand-in get its field as they
+    /// are taken from the session. No runtime exclusivity check: loop thread only, and swapping
+    /// calls no code of this class.
+    @exclusivity(unchecked) package var encodedOnceSwaps = HTTP2EncodedOnceSwaps()
     private var outputStart = 0
     private var inSessionCall = false
     private var flushDeferred = false
@@ -362,12 +363,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
                 return
             }
             guard count > 0, let chunk else { return }
-            let frame = UnsafeBufferPointer(start: chunk, count: count)
-            if let encodedOnce {
-                encodedOnce.appendSwapping(frame, to: &output)
-            } else {
-                output.append(contentsOf: frame)
-            }
+            encodedOnceSwaps.appendSwapping(UnsafeBufferPointer(start: chunk, count: count), to: &output)
         }
     }
 

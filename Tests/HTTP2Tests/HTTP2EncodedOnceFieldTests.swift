@@ -11,6 +11,13 @@ import Testing
     static let secondToken = "bearer eyJhbGciOiJFUzI1NiIsImtpZCI6IkFCQzEyM0RFRkcifQ.eyJpc3MiOiJERUYxMjNHSElKIiwiaWF0IjoxNzAwMDAzNjAwfQ."
         + String(repeating: "mK3-Tz_8", count: 11)
 
+    /// Swaps for the token `value` (the first stand-in).
+    static func swaps(for value: String) throws -> (HTTP2EncodedOnceSwaps, HTTP2EncodedOnceField) {
+        var swaps = HTTP2EncodedOnceSwaps()
+        swaps.encode("authorization", value: value)
+        return (swaps, try #require(swaps.current))
+    }
+
     /// One request's fields as the APNs client writes them: path, token, two more headers.
     static func submit(_ tag: UInt64, token: String, on connection: HTTP2ClientConnection) -> Bool {
         let device = String(repeating: "a1b2c3d4", count: 8)
@@ -43,7 +50,7 @@ import Testing
                 guard count > 0, let chunk else { break }
                 let frame = UnsafeBufferPointer(start: chunk, count: count)
                 raw += frame
-                if let field = connection.encodedOnceField { field.appendSwapping(frame, to: &sent) } else { sent += frame }
+                connection.encodedOnceSwaps.appendSwapping(frame, to: &sent)
             }
         }
         drain()
@@ -67,9 +74,10 @@ import Testing
                       try Self.clientBytes(encodingOnce: false, loop: loop, tls: tls).sent) }
         }
         let (encodedOnce, encodedPerRequest) = try bytes.get()
-        // The session itself wrote the stand-in: the token was not encoded per request...
+        // The session itself wrote the stand-ins (the second token's differs from the first's):
+        // the token was not encoded per request...
         let raw = try #require(HeadersFrames.decode(encodedOnce.raw))
-        #expect(raw.map { $0["authorization"] } == Array(repeating: "-", count: 5))
+        #expect(raw.map { $0["authorization"] } == ["-", "-", "-", "~", "~"])
         // ...and what went out is byte for byte what nghttp2 writes when it is.
         #expect(encodedOnce.sent == encodedPerRequest)
         // What a peer decodes from it (one HPACK context across the five blocks).
@@ -79,8 +87,46 @@ import Testing
         #expect(blocks.allSatisfy { $0["apns-topic"] == "com.example.chat" && $0[":method"] == "POST" })
     }
 
+    /// Requests submitted before the token changes and not written yet go out with the token
+    /// they were submitted with (the one the pool recorded for them); after nil, new requests
+    /// carry their own value and those waiting still get theirs. Written by the connection's own
+    /// path (`sendInMemory`), the bytes are those of a connection encoding each token per request.
+    @Test func requestsWaitingThroughATokenChangeKeepTheirToken() async throws {
+        let loop = try EventLoop(name: "encoded-once-waiting")
+        defer { loop.shutdown() }
+        let tls = try TLSClientContext(TLSClientConfiguration())
+        let outputs = await onLoop(loop) {
+            Result {
+                try [true, false].map { encodingOnce -> [UInt8] in
+                    let connection = try HTTP2ClientConnection.makeInMemory(loop: loop, tls: tls, delegate: SilentDelegate())
+                    var written = connection.sendInMemory()
+                    written += connection.receiveInMemory(HTTP2ResponseReplay.serverHandshake)
+                    func change(to token: String?) {
+                        if encodingOnce { connection.encodeOnce("authorization", value: token) }
+                    }
+                    change(to: Self.firstToken)
+                    for tag: UInt64 in 1...2 { #expect(Self.submit(tag, token: Self.firstToken, on: connection)) }
+                    change(to: Self.secondToken)
+                    #expect(Self.submit(3, token: Self.secondToken, on: connection))
+                    written += connection.sendInMemory()
+                    #expect(Self.submit(4, token: Self.secondToken, on: connection))
+                    change(to: nil)
+                    #expect(Self.submit(5, token: Self.secondToken, on: connection))
+                    written += connection.sendInMemory()
+                    connection.close()
+                    return written
+                }
+            }
+        }
+        let written = try outputs.get()
+        #expect(written[0] == written[1])
+        let blocks = try #require(HeadersFrames.decode(written[0]))
+        #expect(blocks.map { $0["authorization"] } == [Self.firstToken, Self.firstToken, Self.secondToken,
+                                                        Self.secondToken, Self.secondToken])
+    }
+
     @Test func aBlockCarriesTheStandInOnlyForTheSameFieldInASmallBlock() throws {
-        let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
+        let (_, field) = try Self.swaps(for: Self.firstToken)
         func value(of token: String, extraBytes: Int) -> String {
             let padding = String(repeating: "x", count: extraBytes)
             let byteCount = token.utf8.count + padding.utf8.count
@@ -99,12 +145,16 @@ import Testing
     }
 
     @Test func onlyNeverIndexedFieldsAreEncodedOnce() {
-        #expect(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken) != nil)
+        #expect(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken, standIn: "-") != nil)
         // nghttp2 indexes these (a later request sends an index), so a swap would desynchronise
         // the two HPACK tables: refused.
-        #expect(HTTP2EncodedOnceField(name: "apns-topic", value: "com.example.chat") == nil)
-        #expect(HTTP2EncodedOnceField(name: "authorization", value: "") == nil)
-        #expect(HTTP2EncodedOnceField(name: "authorization", value: String(repeating: "a", count: 1025)) == nil)
+        #expect(HTTP2EncodedOnceField(name: "apns-topic", value: "com.example.chat", standIn: "-") == nil)
+        #expect(HTTP2EncodedOnceField(name: "authorization", value: "", standIn: "-") == nil)
+        #expect(HTTP2EncodedOnceField(name: "authorization", value: String(repeating: "a", count: 1025), standIn: "-") == nil)
+        // A refused field leaves new requests with their own values.
+        var swaps = HTTP2EncodedOnceSwaps()
+        swaps.encode("apns-topic", value: "com.example.chat")
+        #expect(swaps.current == nil)
     }
 
     /// A HEADERS frame (stream 1) around `block`, with `flags` and what they add.
@@ -119,22 +169,22 @@ import Testing
         return [UInt8(length >> 16), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF), type, flags, 0, 0, 0, 1] + payload
     }
 
-    static func swapped(_ frame: [UInt8], _ field: HTTP2EncodedOnceField) -> (Bool, [UInt8]) {
+    static func swapped(_ frame: [UInt8], _ swaps: HTTP2EncodedOnceSwaps) -> (Bool, [UInt8]) {
         var output: [UInt8] = [0xAA]  // what was written before stays
-        let swapped = frame.withUnsafeBufferPointer { field.appendSwapping($0, to: &output) }
+        let swapped = frame.withUnsafeBufferPointer { swaps.appendSwapping($0, to: &output) }
         #expect(output.first == 0xAA)
         return (swapped, Array(output.dropFirst()))
     }
 
     @Test func theStandInIsSwappedAtAFieldsBoundaryWithPaddingAndPriority() throws {
-        let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
+        let (swaps, field) = try Self.swaps(for: Self.firstToken)
         // :method POST (indexed), a literal `:path` with a plain value, the stand-in, an indexed field.
         let before: [UInt8] = [0x83, 0x04, 0x03] + Array("/ab".utf8)
         let after: [UInt8] = [0xBE]
         for flags in [HTTP2FrameLayout.endHeadersFlag, HTTP2FrameLayout.endHeadersFlag | 0x01,
                       HTTP2FrameLayout.endHeadersFlag | HTTP2FrameLayout.paddedFlag | HTTP2FrameLayout.priorityFlag] {
             let frame = Self.headersFrame(before + field.standInEncoded + after, flags: flags, padding: 3)
-            let (swapped, output) = Self.swapped(frame, field)
+            let (swapped, output) = Self.swapped(frame, swaps)
             #expect(swapped)
             #expect(output == Self.headersFrame(before + field.encoded + after, flags: flags, padding: 3))
         }
@@ -145,7 +195,7 @@ import Testing
     /// updates, Huffman-coded and plain strings), the stand-in anywhere among them: each swap
     /// gives the block nghttp2 writes with the token itself.
     @Test func theSwapGivesNghttp2sOwnBlockWhateverSurroundsTheStandIn() throws {
-        let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
+        let (swaps, _) = try Self.swaps(for: Self.firstToken)
         let withStandIn = try BlockDeflater()
         let withToken = try BlockDeflater()
         let names = [":method", ":path", ":authority", "apns-topic", "apns-push-type", "apns-collapse-id",
@@ -168,14 +218,14 @@ import Testing
             let flags = round % 3 == 0 ? HTTP2FrameLayout.endHeadersFlag | HTTP2FrameLayout.priorityFlag : HTTP2FrameLayout.endHeadersFlag
             let frame = Self.headersFrame(try withStandIn.deflate(standInFields), flags: flags)
             let expected = Self.headersFrame(try withToken.deflate(tokenFields), flags: flags)
-            let (swapped, output) = Self.swapped(frame, field)
+            let (swapped, output) = Self.swapped(frame, swaps)
             #expect(swapped, "round \(round)")
             #expect(output == expected, "round \(round)")
         }
     }
 
     @Test func framesWithoutTheStandInAtABoundaryPassUnchanged() throws {
-        let field = try #require(HTTP2EncodedOnceField(name: "authorization", value: Self.firstToken))
+        let (swaps, field) = try Self.swaps(for: Self.firstToken)
         let standIn = field.standInEncoded
         // The stand-in's bytes inside another field's value: a literal `:path` that spells them.
         let inside: [UInt8] = [0x04, UInt8(standIn.count + 1), 0x2F] + standIn
@@ -191,7 +241,7 @@ import Testing
             [0, 0, 0],
         ]
         for frame in frames {
-            let (swapped, output) = Self.swapped(frame, field)
+            let (swapped, output) = Self.swapped(frame, swaps)
             #expect(!swapped)
             #expect(output == frame)
         }
