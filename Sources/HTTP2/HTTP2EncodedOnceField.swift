@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import CNGHTTP2
-import Observability
 
 /// A header field that a client connection sends on most of its requests with one value (APNs'
 /// provider token: about 190 bytes, the same for up to an hour), HPACK-encoded once instead of
@@ -50,10 +49,10 @@ package final class HTTP2EncodedOnceField: Sendable {
     static let maxValueBytes = 1024
 
     /// Encodes `name: value`, to stand in for as `standIn` (one of ``standInValues``); nil when
-    /// nghttp2 would not write it as a never-indexed literal, or the value is empty or longer
-    /// than ``maxValueBytes``: such a field is sent as usual.
+    /// nghttp2 would not write it as a never-indexed literal, or the value is empty, not ASCII
+    /// or longer than ``maxValueBytes``: such a field is sent as usual.
     init?(name: StaticString, value: String, standIn: StaticString) {
-        guard !value.isEmpty, value.utf8.count <= Self.maxValueBytes,
+        guard !value.isEmpty, value.utf8.count <= Self.maxValueBytes, value.utf8.allSatisfy({ $0 < 0x80 }),
               let encoded = Self.deflate(name: name, value: value),
               let standInEncoded = Self.deflate(name: name, value: standIn.description),
               Self.isNeverIndexedLiteral(encoded), Self.isNeverIndexedLiteral(standInEncoded) else { return nil }
@@ -65,18 +64,16 @@ package final class HTTP2EncodedOnceField: Sendable {
         self.standInFirstByte = standInEncoded[0]  // a never-indexed literal has at least three bytes
     }
 
-    /// Whether `name: value` is this field: the same name and the same bytes of value (not
-    /// merely a canonically equivalent `String`).
+    /// Whether `name: value` is this field: the same name and the same bytes of value. The
+    /// field's value is ASCII, so a `String` equal to it with as many UTF-8 bytes has the same
+    /// bytes (a character that canonical equivalence maps to ASCII takes more bytes than its
+    /// ASCII equivalent); a value sharing the field's storage compares in one step.
     @inline(__always)
     func matches(_ otherName: StaticString, _ otherValue: String) -> Bool {
         guard otherName.utf8CodeUnitCount == name.utf8CodeUnitCount,
-              memcmp(otherName.utf8Start, name.utf8Start, name.utf8CodeUnitCount) == 0 else { return false }
-        return otherValue.withUTF8Bytes { other in
-            value.withUTF8Bytes { own in
-                other.count == own.count && (other.baseAddress == own.baseAddress
-                    || memcmp(other.baseAddress!, own.baseAddress!, own.count) == 0)  // both non-empty: `value` never is
-            }
-        }
+              otherName.utf8Start == name.utf8Start
+                || memcmp(otherName.utf8Start, name.utf8Start, name.utf8CodeUnitCount) == 0 else { return false }
+        return otherValue.utf8.count == value.utf8.count && otherValue == value
     }
 
     /// Whether the stand-in's representation starts at `position` of `chunk` (before `end`).

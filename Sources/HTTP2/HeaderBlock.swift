@@ -37,6 +37,7 @@ package struct HeaderBlock {
 
     /// Appends a field with a static name (e.g. a pseudo header). The field encoded once (see
     /// `withRequestHeaders`) goes in with its stand-in value, which the frame swaps for it.
+    @inline(__always)  // once per field of every request: a call costs more than the body
     package mutating func add(_ name: StaticString, _ value: String) {
         let valueStart = byteCount
         if let encodedOnce, encodedOnce.matches(name, value) {

@@ -141,6 +141,14 @@ import Testing
         }
         #expect(value(of: Self.firstToken, extraBytes: 0) == "-")
         #expect(value(of: Self.secondToken, extraBytes: 0) == Self.secondToken)  // another value
+        // A value equal to the token as a `String` but not byte for byte (U+212A KELVIN SIGN is
+        // canonically "K") is not the field.
+        let kelvin = "bearer \u{212A}" + Self.firstToken.dropFirst("bearer K".count)
+        let ascii = "bearer K" + Self.firstToken.dropFirst("bearer K".count)
+        #expect(kelvin == ascii && Array(kelvin.utf8) != Array(ascii.utf8))
+        let (_, asciiField) = try Self.swaps(for: ascii)
+        #expect(asciiField.matches("authorization", ascii))
+        #expect(!asciiField.matches("authorization", kelvin))
         #expect(value(of: Self.firstToken, extraBytes: HTTP2EncodedOnceField.maxBlockBytes) == Self.firstToken)
     }
 
@@ -151,6 +159,7 @@ import Testing
         #expect(HTTP2EncodedOnceField(name: "apns-topic", value: "com.example.chat", standIn: "-") == nil)
         #expect(HTTP2EncodedOnceField(name: "authorization", value: "", standIn: "-") == nil)
         #expect(HTTP2EncodedOnceField(name: "authorization", value: String(repeating: "a", count: 1025), standIn: "-") == nil)
+        #expect(HTTP2EncodedOnceField(name: "authorization", value: "bearer caf\u{E9}", standIn: "-") == nil)
         // A refused field leaves new requests with their own values.
         var swaps = HTTP2EncodedOnceSwaps()
         swaps.encode("apns-topic", value: "com.example.chat")
