@@ -218,8 +218,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// (``HTTP2EncodedOnceSwaps``). nil goes back to encoding the field per request. The same
     /// value again costs a comparison. Loop thread.
     package func encodeOnce(_ name: StaticString, value: String?) {
-        guard encodedOnceSwaps.encode(name, value: value) else { return }
-        connection?.encodedOnceSwaps = encodedOnceSwaps
+        encodedOnceSwaps.encode(name, value: value)
     }
 
     private var canSubmit: Bool {
@@ -304,7 +303,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                     throw error
                 }
                 let connection = TLSConnection(fd: fd, ssl: ssl, loop: loop, owner: self, connecting: true)
-                connection.encodedOnceSwaps = encodedOnceSwaps
                 self.connection = connection
                 connection.start()
                 return
@@ -405,6 +403,11 @@ extension HTTP2ClientConnection: TLSConnectionOwner {
         } catch {
             connection.close(reason: "\(error)", graceful: false)
         }
+    }
+
+    package func tlsConnection(_ connection: TLSConnection, append frame: UnsafeBufferPointer<UInt8>,
+                               to output: inout [UInt8]) {
+        encodedOnceSwaps.appendSwapping(frame, to: &output)
     }
 
     package func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {

@@ -13,6 +13,17 @@ package protocol TLSConnectionOwner: AnyObject {
     /// The socket and `SSL*` are gone and ``TLSConnection/session`` was cleared. Never called
     /// from inside an nghttp2 call, so the owner may delete its session here.
     func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String)
+    /// Appends one frame the session wrote (`nghttp2_session_mem_send`) to the bytes waiting for
+    /// the socket. The client swaps its fields encoded once into HEADERS frames here
+    /// (``HTTP2EncodedOnceSwaps``); by default the frame goes as it is.
+    func tlsConnection(_ connection: TLSConnection, append frame: UnsafeBufferPointer<UInt8>, to output: inout [UInt8])
+}
+
+extension TLSConnectionOwner {
+    package func tlsConnection(_ connection: TLSConnection, append frame: UnsafeBufferPointer<UInt8>,
+                               to output: inout [UInt8]) {
+        output.append(contentsOf: frame)
+    }
 }
 
 /// Non-blocking TLS over one TCP socket, pumping bytes between the `SSL*` and an nghttp2 session
@@ -49,10 +60,6 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     /// No runtime exclusivity check: loop thread only, and no access to it runs other code of
     /// this class (bytes from `nghttp2_session_mem_send`, handed to `SSL_write`).
     @exclusivity(unchecked) private var output: [UInt8] = []
-    /// The client's fields encoded once: HEADERS frames holding a stand-in get its field as they
-    /// are taken from the session. No runtime exclusivity check: loop thread only, and swapping
-    /// calls no code of this class.
-    @exclusivity(unchecked) package var encodedOnceSwaps = HTTP2EncodedOnceSwaps()
     private var outputStart = 0
     private var inSessionCall = false
     private var flushDeferred = false
@@ -363,7 +370,12 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
                 return
             }
             guard count > 0, let chunk else { return }
-            encodedOnceSwaps.appendSwapping(UnsafeBufferPointer(start: chunk, count: count), to: &output)
+            let frame = UnsafeBufferPointer(start: chunk, count: count)
+            if let owner {
+                owner.tlsConnection(self, append: frame, to: &output)
+            } else {
+                output.append(contentsOf: frame)
+            }
         }
     }
 
