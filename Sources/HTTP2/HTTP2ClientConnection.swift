@@ -93,8 +93,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var dataBytesKept = 0
     var initialWindowRaiseSent = false
     /// The field requests carry a stand-in for until their HEADERS frame leaves, and the one
-    /// before it (see `encodeOnce(_:value:)`). Loop thread.
-    private(set) var encodedOnceSwaps = HTTP2EncodedOnceSwaps()
+    /// before it (see `encodeOnce(_:value:)`). No runtime exclusivity check (two per request):
+    /// loop thread only, and swapping calls no code of this class.
+    @exclusivity(unchecked) private(set) var encodedOnceSwaps = HTTP2EncodedOnceSwaps()
     /// The TLS connection while one is open or being set up (tests read its state on the loop).
     private(set) var connection: TLSConnection?
     /// The wait for the host's name lookup while it runs (withdrawn if the connection ends first).
