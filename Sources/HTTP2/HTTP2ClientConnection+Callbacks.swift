@@ -121,8 +121,15 @@ extension HTTP2ClientConnection {
             swap(&stream.headers, &spare)
             if stream.headers.capacity == 0 { stream.headers.reserveCapacity(4) }
         }
-        stream.headers.append(HTTP2HeaderField(name: String(decoding: name, as: UTF8.self),
+        stream.headers.append(HTTP2HeaderField(name: knownName(name) ?? String(decoding: name, as: UTF8.self),
                                                value: String(decoding: value, as: UTF8.self)))
+    }
+
+    /// The names every APNs answer carries, as literals: no UTF-8 check and no copy per answer.
+    private static func knownName(_ name: UnsafeBufferPointer<UInt8>) -> String? {
+        if ByteScan.equals(name, "apns-id") { return "apns-id" }
+        if ByteScan.equals(name, "apns-unique-id") { return "apns-unique-id" }
+        return nil
     }
 
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
@@ -209,7 +216,9 @@ extension HTTP2ClientConnection {
         delegate?.connection(self, didFinishStream: stream.tag, result: result)
         if case .success(var response) = consume result {
             // Unless the delegate kept the response, the list is this connection's alone again.
-            response.headers.removeAll(keepingCapacity: true)
+            // Emptied field by field: `removeAll(keepingCapacity:)` destroys the fields through
+            // the runtime's generic `swift_arrayDestroy`, about 150 instructions more per answer.
+            while response.headers.popLast() != nil {}
             swap(&spareHeaders, &response.headers)
         }
     }
