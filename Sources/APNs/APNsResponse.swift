@@ -53,6 +53,10 @@ public struct APNsResponse: Sendable, Equatable {
         self.init(status: status, apnsID: apnsID, apnsUniqueID: apnsUniqueID, reason: reason, timestamp: timestamp)
     }
 
+    /// The names of the answer's headers that a response keeps (``field(named:)``), for the
+    /// connection to expect.
+    static let headerNames: [StaticString] = ["apns-id", "apns-unique-id"]
+
     /// The answer's headers that a response keeps.
     private enum Field { case apnsID, apnsUniqueID }
 

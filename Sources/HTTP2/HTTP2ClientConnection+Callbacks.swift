@@ -104,14 +104,16 @@ extension HTTP2ClientConnection {
             }
             return
         }
-        Self.keepHeader(name: name, value: value, in: &streams[slot: index], spare: &spareHeaders)
+        Self.keepHeader(name: name, value: value, in: &streams[slot: index], spare: &spareHeaders,
+                        expectedNames: expectedResponseHeaderNames)
     }
 
     /// Adds a response header to `stream`, in place (reading a field through `streams.values[i]`
     /// would copy the whole stream, retaining and releasing its arrays). Bounded: a peer sending
     /// endless headers cannot grow memory (`maxResponseHeader…`).
     private static func keepHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>,
-                                   in stream: inout Stream, spare: inout [HTTP2HeaderField]) {
+                                   in stream: inout Stream, spare: inout [HTTP2HeaderField],
+                                   expectedNames: [(bytes: StaticString, name: String)]) {
         let size = name.count + value.count
         guard stream.headers.count < maxResponseHeaderFields, stream.headerBytes + size <= maxResponseHeaderBytes else { return }
         stream.headerBytes += size
@@ -121,15 +123,13 @@ extension HTTP2ClientConnection {
             swap(&stream.headers, &spare)
             if stream.headers.capacity == 0 { stream.headers.reserveCapacity(4) }
         }
-        stream.headers.append(HTTP2HeaderField(name: knownName(name) ?? String(decoding: name, as: UTF8.self),
+        var fieldName: String?
+        for expected in expectedNames where ByteScan.equals(name, expected.bytes) {
+            fieldName = expected.name
+            break
+        }
+        stream.headers.append(HTTP2HeaderField(name: fieldName ?? String(decoding: name, as: UTF8.self),
                                                value: String(decoding: value, as: UTF8.self)))
-    }
-
-    /// The names every APNs answer carries, as literals: no UTF-8 check and no copy per answer.
-    private static func knownName(_ name: UnsafeBufferPointer<UInt8>) -> String? {
-        if ByteScan.equals(name, "apns-id") { return "apns-id" }
-        if ByteScan.equals(name, "apns-unique-id") { return "apns-unique-id" }
-        return nil
     }
 
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {

@@ -63,6 +63,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// `maxResponseBodyBytes` bytes. Memory and reading per stream stay bounded, even against a
     /// peer that sends DATA without end.
     let maxResponseBodyBytes: Int
+    /// Response header names the caller expects on most answers, each with the `String` a field
+    /// of that name gets (`init`'s `expectedResponseHeaderNames`): no `String` made from the
+    /// name's bytes, and no UTF-8 check, per answer.
+    let expectedResponseHeaderNames: [(bytes: StaticString, name: String)]
     let authority: String
     let logger = Logger(label: "http2.client")
 
@@ -117,10 +121,13 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// - Parameters:
     ///   - streamTimeoutNanoseconds: the deadline of each stream, from `submit`.
     ///   - maxResponseBodyBytes: the cap on what is kept of each response body.
+    ///   - expectedResponseHeaderNames: names (lower case) the server sends on most answers.
     public init(host: String, port: Int, tls: TLSClientContext, loop: EventLoop,
                 delegate: HTTP2ClientConnectionDelegate, streamTimeoutNanoseconds: UInt64,
-                maxResponseBodyBytes: Int = HTTP2ClientConnection.defaultMaxResponseBodyBytes) {
+                maxResponseBodyBytes: Int = HTTP2ClientConnection.defaultMaxResponseBodyBytes,
+                expectedResponseHeaderNames: [StaticString] = []) {
         self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
+        self.expectedResponseHeaderNames = expectedResponseHeaderNames.map { ($0, $0.description) }
         self.host = host
         self.port = port
         self.tlsContext = tls

@@ -174,7 +174,10 @@ final class TestClient: @unchecked Sendable {
         loop = try EventLoop(name: "test-client")
         connection = HTTP2ClientConnection(host: host, port: port, tls: tls, loop: loop, delegate: delegate,
                                            streamTimeoutNanoseconds: streamTimeoutNanoseconds,
-                                           maxResponseBodyBytes: maxResponseBodyBytes)
+                                           maxResponseBodyBytes: maxResponseBodyBytes,
+                                           // The echo server's `x-path` comes from the expected
+                                           // names, its `content-type` from the bytes.
+                                           expectedResponseHeaderNames: ["x-path"])
     }
 
     /// Starts connecting and waits until the connection is ready (or closed).

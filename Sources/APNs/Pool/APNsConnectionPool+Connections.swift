@@ -15,7 +15,8 @@ extension APNsConnectionPool {
             let connection = HTTP2ClientConnection(
                 host: configuration.host, port: configuration.port, tls: tls, loop: loop,
                 delegate: member, streamTimeoutNanoseconds: configuration.requestTimeoutNanoseconds,
-                maxResponseBodyBytes: APNsConnectionPool.maxResponseBodyBytes
+                maxResponseBodyBytes: APNsConnectionPool.maxResponseBodyBytes,
+                expectedResponseHeaderNames: APNsResponse.headerNames
             )
             member.connection = connection
             member.authorization = nil
