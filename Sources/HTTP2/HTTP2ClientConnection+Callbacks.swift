@@ -5,10 +5,16 @@ import Observability
 // HTTP2ClientConnection (unretained). They run on the loop thread, inside
 // nghttp2_session_mem_recv / mem_send.
 
+/// Runs `body` with the session's connection, borrowed rather than retained (a retain and a
+/// release, both atomic, per callback: several per stream). Safe because nghttp2 calls back only
+/// from inside `nghttp2_session_mem_recv` and `mem_send`, and those are called by the connection's
+/// `TLSConnection`, which holds its owner strongly until its teardown and never tears down inside
+/// such a call (it defers the close), or by the connection itself (in memory, for tests).
 @inline(__always)
-private func clientConnection(_ userData: UnsafeMutableRawPointer?) -> HTTP2ClientConnection {
+private func withClientConnection<Result>(_ userData: UnsafeMutableRawPointer?,
+                                          _ body: (HTTP2ClientConnection) -> Result) -> Result {
     // invariant: every client session is created with its connection as user data.
-    Unmanaged<HTTP2ClientConnection>.fromOpaque(userData!).takeUnretainedValue()
+    Unmanaged<HTTP2ClientConnection>.fromOpaque(userData!)._withUnsafeGuaranteedRef(body)
 }
 
 /// Called for each response header field (after HPACK decoding and validation).
@@ -17,10 +23,11 @@ func clientOnHeader(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_fr
                     _ value: UnsafePointer<UInt8>?, _ valueLength: Int,
                     _ flags: UInt8, _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let frame, let name, let value else { return 0 }
-    clientConnection(userData).receivedHeader(
-        streamID: frame.pointee.hd.stream_id,
-        name: UnsafeBufferPointer(start: name, count: nameLength),
-        value: UnsafeBufferPointer(start: value, count: valueLength))
+    withClientConnection(userData) { connection in
+        connection.receivedHeader(streamID: frame.pointee.hd.stream_id,
+                                  name: UnsafeBufferPointer(start: name, count: nameLength),
+                                  value: UnsafeBufferPointer(start: value, count: valueLength))
+    }
     return 0
 }
 
@@ -29,7 +36,7 @@ func clientOnDataChunk(_ session: OpaquePointer?, _ flags: UInt8, _ streamID: In
                        _ data: UnsafePointer<UInt8>?, _ length: Int,
                        _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let data else { return 0 }
-    clientConnection(userData).receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length))
+    withClientConnection(userData) { $0.receivedData(streamID: streamID, UnsafeBufferPointer(start: data, count: length)) }
     return 0
 }
 
@@ -37,14 +44,14 @@ func clientOnDataChunk(_ session: OpaquePointer?, _ flags: UInt8, _ streamID: In
 func clientOnFrame(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2_frame>?,
                    _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let frame else { return 0 }
-    clientConnection(userData).receivedFrame(frame)
+    withClientConnection(userData) { $0.receivedFrame(frame) }
     return 0
 }
 
 /// Called when a stream closed, for any reason: the stream's final event.
 func clientOnStreamClose(_ session: OpaquePointer?, _ streamID: Int32, _ errorCode: UInt32,
                          _ userData: UnsafeMutableRawPointer?) -> Int32 {
-    clientConnection(userData).streamClosed(streamID: streamID, errorCode: errorCode)
+    withClientConnection(userData) { $0.streamClosed(streamID: streamID, errorCode: errorCode) }
     return 0
 }
 
@@ -57,7 +64,7 @@ func clientOnError(_ session: OpaquePointer?, _ libraryErrorCode: Int32, _ messa
     guard let message, libraryErrorCode != NGHTTP2_ERR_HTTP_HEADER.rawValue,
           libraryErrorCode != NGHTTP2_ERR_HTTP_MESSAGING.rawValue else { return 0 }
     let text = UnsafeRawBufferPointer(start: message, count: length)
-    clientConnection(userData).lastProtocolError = String(decoding: text, as: UTF8.self)
+    withClientConnection(userData) { $0.lastProtocolError = String(decoding: text, as: UTF8.self) }
     return 0
 }
 
@@ -67,7 +74,9 @@ func clientOnFrameSend(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2
                        _ userData: UnsafeMutableRawPointer?) -> Int32 {
     guard let frame else { return 0 }
     if UInt32(frame.pointee.hd.type) == NGHTTP2_WINDOW_UPDATE.rawValue && frame.pointee.hd.stream_id == 0 {
-        clientConnection(userData).sentConnectionWindowUpdate(increment: Int(frame.pointee.window_update.window_size_increment))
+        withClientConnection(userData) {
+            $0.sentConnectionWindowUpdate(increment: Int(frame.pointee.window_update.window_size_increment))
+        }
         return 0
     }
     guard UInt32(frame.pointee.hd.type) == NGHTTP2_GOAWAY.rawValue else { return 0 }
@@ -77,8 +86,7 @@ func clientOnFrameSend(_ session: OpaquePointer?, _ frame: UnsafePointer<nghttp2
     if let data = goAway.opaque_data, goAway.opaque_data_len > 0 {
         text += ": " + String(decoding: UnsafeBufferPointer(start: data, count: goAway.opaque_data_len), as: UTF8.self)
     }
-    let connection = clientConnection(userData)
-    connection.lastProtocolError = connection.lastProtocolError ?? text
+    withClientConnection(userData) { $0.lastProtocolError = $0.lastProtocolError ?? text }
     return 0
 }
 
@@ -88,7 +96,9 @@ func clientReadRequestBody(_ session: OpaquePointer?, _ streamID: Int32, _ buffe
                            _ source: UnsafeMutablePointer<nghttp2_data_source>?,
                            _ userData: UnsafeMutableRawPointer?) -> Int {
     guard let buffer, let dataFlags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-    return clientConnection(userData).readRequestBody(streamID: streamID, into: buffer, length: length, flags: dataFlags)
+    return withClientConnection(userData) {
+        $0.readRequestBody(streamID: streamID, into: buffer, length: length, flags: dataFlags)
+    }
 }
 
 extension HTTP2ClientConnection {

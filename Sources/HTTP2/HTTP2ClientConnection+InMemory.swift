@@ -62,7 +62,7 @@ extension HTTP2ClientConnection {
                 if count < 0 { finish(reason: "HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(count))))") }
                 break
             }
-            encodedOnceSwaps.appendSwapping(UnsafeBufferPointer(start: chunk, count: count), to: &written)
+            appendSentFrame(UnsafeBufferPointer(start: chunk, count: count), to: &written)
         }
         return written
     }

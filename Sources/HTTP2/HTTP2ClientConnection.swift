@@ -415,6 +415,11 @@ extension HTTP2ClientConnection: TLSConnectionOwner {
 
     package func tlsConnection(_ connection: TLSConnection, append frame: UnsafeBufferPointer<UInt8>,
                                to output: inout [UInt8]) {
+        appendSentFrame(frame, to: &output)
+    }
+
+    /// Appends one frame the session wrote to `output`, with the fields encoded once swapped in.
+    func appendSentFrame(_ frame: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
         encodedOnceSwaps.appendSwapping(frame, to: &output)
     }
 

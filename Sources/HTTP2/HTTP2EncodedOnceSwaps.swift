@@ -35,8 +35,12 @@ package struct HTTP2EncodedOnceSwaps: Sendable {
     /// HEADERS frame whose block holds a stand-in, with its field's representation in the
     /// stand-in's place and the frame's length changed to match.
     /// - Returns: whether a stand-in was swapped.
+    ///
+    /// `mutating` though it changes nothing: the caller's stored value is then used in place.
+    /// Called on a connection's property without it, the struct is copied first, which retains
+    /// and releases both fields for every frame.
     @discardableResult
-    package func appendSwapping(_ chunk: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) -> Bool {
+    package mutating func appendSwapping(_ chunk: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) -> Bool {
         guard let (field, at) = standIn(in: chunk) else {
             output.append(contentsOf: chunk)
             return false

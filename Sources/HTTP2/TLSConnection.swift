@@ -362,6 +362,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
         }
         inSessionCall = true
         defer { inSessionCall = false }
+        let owner = self.owner  // once per call, not a retain and a release per frame
         while pendingOutputCount < Self.outputHighWater {
             var chunk: UnsafePointer<UInt8>?
             let count = nghttp2_session_mem_send(session, &chunk)

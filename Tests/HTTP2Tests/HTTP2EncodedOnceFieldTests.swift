@@ -50,7 +50,7 @@ import Testing
                 guard count > 0, let chunk else { break }
                 let frame = UnsafeBufferPointer(start: chunk, count: count)
                 raw += frame
-                connection.encodedOnceSwaps.appendSwapping(frame, to: &sent)
+                connection.appendSentFrame(frame, to: &sent)
             }
         }
         drain()
@@ -179,6 +179,7 @@ import Testing
     }
 
     static func swapped(_ frame: [UInt8], _ swaps: HTTP2EncodedOnceSwaps) -> (Bool, [UInt8]) {
+        var swaps = swaps
         var output: [UInt8] = [0xAA]  // what was written before stays
         let swapped = frame.withUnsafeBufferPointer { swaps.appendSwapping($0, to: &output) }
         #expect(output.first == 0xAA)
