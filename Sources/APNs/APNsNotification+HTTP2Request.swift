@@ -52,11 +52,7 @@ protocol APNsRequestFieldSink {
     mutating func add(_ name: StaticString, decimal value: Int64)
 }
 
-extension HeaderBlock: APNsRequestFieldSink {
-    mutating func addPath(_ prefix: StaticString, _ value: String) {
-        add(":path", prefix, value)
-    }
-}
+extension HeaderBlock: APNsRequestFieldSink {}
 
 /// Counts the fields and their bytes, to size the header block.
 struct APNsRequestFieldSize: APNsRequestFieldSink {

@@ -7,6 +7,12 @@ enum HTTP2FrameLayout {
     static let paddedFlag: UInt8 = 0x08
     static let priorityFlag: UInt8 = 0x20
 
+    /// The stream id of `frame` when it is a HEADERS frame.
+    static func streamID(ofHeadersFrame frame: UnsafeBufferPointer<UInt8>) -> Int32? {
+        guard frame.count >= headerBytes, frame[3] == headersType else { return nil }
+        return Int32(frame[5] & 0x7F) << 24 | Int32(frame[6]) << 16 | Int32(frame[7]) << 8 | Int32(frame[8])
+    }
+
     /// The header block's bytes in `frame` when it is one whole HEADERS frame with END_HEADERS
     /// (without its pad length, priority fields and padding); nil for any other frame.
     static func headerBlock(ofHeadersFrame frame: UnsafeBufferPointer<UInt8>) -> Range<Int>? {

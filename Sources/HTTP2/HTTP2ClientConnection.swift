@@ -22,6 +22,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         let tag: UInt64
         let startedAt: UInt64
         let requestBody: [UInt8]
+        /// The path its HEADERS frame gets in place of the stand-in (``HTTP2PlainPath``), if any.
+        /// Taken when the frame leaves: the path is not needed after it.
+        var plainPath: HTTP2PlainPath?
         var requestBodyOffset = 0
         var status = 0
         var headers: [HTTP2HeaderField] = []
@@ -100,6 +103,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// before it (see `encodeOnce(_:value:)`). No runtime exclusivity check (two per request):
     /// loop thread only, and swapping calls no code of this class.
     @exclusivity(unchecked) private(set) var encodedOnceSwaps = HTTP2EncodedOnceSwaps()
+    /// Whether paths written with `HeaderBlock.addPath` go out as plain literals
+    /// (``HTTP2PlainPath``): read once here, not for every request.
+    private let sendsPlainPaths = HTTP2PlainPath.deflaterAgrees
     /// The TLS connection while one is open or being set up (tests read its state on the loop).
     private(set) var connection: TLSConnection?
     /// The wait for the host's name lookup while it runs (withdrawn if the connection ends first).
@@ -203,20 +209,23 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         let streamID = HeaderBlock.withRequestHeaders(authority: authority, request: request) { block in
             submitRequest(session, block, hasBody: !request.body.isEmpty)
         }
-        return submitted(streamID, tag: tag, body: request.body)
+        return submitted(streamID, tag: tag, body: request.body, plainPath: nil)
     }
 
     /// Submits a POST whose `:path` and headers `writeFields` writes into the header block
     /// (`fieldCount` fields, `byteCount` bytes of names and values) from the caller's own values,
-    /// with no `HTTP2Request` in between; otherwise as `submit(_:tag:)`.
+    /// with no `HTTP2Request` in between; otherwise as `submit(_:tag:)`. A path written with
+    /// `HeaderBlock.addPath` goes out as a plain literal (``HTTP2PlainPath``).
     package func submit(tag: UInt64, body: [UInt8], fieldCount: Int, byteCount: Int,
                         writeFields: (inout HeaderBlock) -> Void) -> Bool {
         guard canSubmit, let session else { return false }
-        let streamID = HeaderBlock.withRequestHeaders(authority: authority, fieldCount: fieldCount, byteCount: byteCount,
-                                                      encodedOnce: encodedOnceSwaps.current, writeFields: writeFields) { block in
-            submitRequest(session, block, hasBody: !body.isEmpty)
+        let (streamID, plainPath) = HeaderBlock.withRequestHeaders(
+            authority: authority, fieldCount: fieldCount, byteCount: byteCount, encodedOnce: encodedOnceSwaps.current,
+            plainPath: sendsPlainPaths, writeFields: writeFields
+        ) { block in
+            (submitRequest(session, block, hasBody: !body.isEmpty), block.takePlainPath())
         }
-        return submitted(streamID, tag: tag, body: body)
+        return submitted(streamID, tag: tag, body: body, plainPath: plainPath)
     }
 
     /// From now on, requests of `submit(tag:body:fieldCount:byteCount:writeFields:)` with the
@@ -241,13 +250,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         return nghttp2_submit_request(session, nil, block.nameValues, block.count, &provider, nil)
     }
 
-    private func submitted(_ streamID: Int32, tag: UInt64, body: [UInt8]) -> Bool {
+    private func submitted(_ streamID: Int32, tag: UInt64, body: [UInt8], plainPath: HTTP2PlainPath?) -> Bool {
         guard streamID > 0 else {
             logger.warning("nghttp2_submit_request failed",
                            metadata: ["error": String(cString: nghttp2_strerror(streamID))])
             return false
         }
-        streams.insert(Stream(tag: tag, startedAt: monotonicNanoseconds(), requestBody: body), forKey: streamID)
+        streams.insert(Stream(tag: tag, startedAt: monotonicNanoseconds(), requestBody: body, plainPath: plainPath),
+                       forKey: streamID)
         return true
     }
 
@@ -418,9 +428,15 @@ extension HTTP2ClientConnection: TLSConnectionOwner {
         appendSentFrame(frame, to: &output)
     }
 
-    /// Appends one frame the session wrote to `output`, with the fields encoded once swapped in.
+    /// Appends one frame the session wrote to `output`, with the fields encoded once and the
+    /// request's plain path swapped in (a HEADERS frame finds its path by its stream id).
     func appendSentFrame(_ frame: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        encodedOnceSwaps.appendSwapping(frame, to: &output)
+        var plainPath: HTTP2PlainPath?
+        if let streamID = HTTP2FrameLayout.streamID(ofHeadersFrame: frame), let slot = streams.slot(of: streamID) {
+            // Taken in place: reading the field would copy the whole stream, retaining its arrays.
+            plainPath = streams[slot: slot].plainPath.take()
+        }
+        encodedOnceSwaps.appendSwapping(frame, plainPath: plainPath, to: &output)
     }
 
     package func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {

@@ -96,7 +96,7 @@ package final class HTTP2EncodedOnceField: Sendable {
 
     /// `name: value` encoded by a fresh nghttp2 deflater (the default 4,096-byte table, so that
     /// no table size update comes first).
-    private static func deflate(name: StaticString, value: String) -> [UInt8]? {
+    static func deflate(name: StaticString, value: String) -> [UInt8]? {
         var deflater: OpaquePointer?
         guard nghttp2_hd_deflate_new(&deflater, 4096) == 0, let deflater else { return nil }
         defer { nghttp2_hd_deflate_del(deflater) }

@@ -32,23 +32,62 @@ package struct HTTP2EncodedOnceSwaps: Sendable {
     }
 
     /// Appends `chunk` (one frame from `nghttp2_session_mem_send`) to `output`; when it is a
-    /// HEADERS frame whose block holds a stand-in, with its field's representation in the
-    /// stand-in's place and the frame's length changed to match.
-    /// - Returns: whether a stand-in was swapped.
+    /// HEADERS frame whose block holds stand-ins, with the representations they stand for in
+    /// their place (the field encoded once, and `plainPath`, the frame's request path, written
+    /// plain) and the frame's length changed to match.
+    /// - Returns: whether anything was swapped.
     ///
     /// `mutating` though it changes nothing: the caller's stored value is then used in place.
     /// Called on a connection's property without it, the struct is copied first, which retains
     /// and releases both fields for every frame.
     @discardableResult
-    package mutating func appendSwapping(_ chunk: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) -> Bool {
-        guard let (field, at) = standIn(in: chunk) else {
+    package mutating func appendSwapping(_ chunk: UnsafeBufferPointer<UInt8>, plainPath: HTTP2PlainPath? = nil,
+                                         to output: inout [UInt8]) -> Bool {
+        guard isActive || plainPath != nil, let block = HTTP2FrameLayout.headerBlock(ofHeadersFrame: chunk) else {
+            output.append(contentsOf: chunk)
+            return false
+        }
+        // Where the stand-ins start (-1: none), walking the block's representations until both
+        // were found.
+        var pathAt = -1
+        var fieldAt = -1
+        var field: HTTP2EncodedOnceField?
+        var wantsPath = plainPath != nil
+        var wantsField = isActive
+        var position = block.lowerBound
+        while position < block.upperBound, wantsPath || wantsField {
+            if wantsPath, HTTP2PlainPath.standsIn(chunk, at: position, end: block.upperBound) {
+                (pathAt, wantsPath) = (position, false)
+                position += HTTP2PlainPath.standInBytes
+            } else if wantsField, let found = fieldStandingIn(chunk, at: position, end: block.upperBound) {
+                (field, fieldAt, wantsField) = (found, position, false)
+                position += found.standInEncoded.count
+            } else if let next = HPACKRepresentation.end(in: chunk, at: position, limit: block.upperBound) {
+                position = next
+            } else {
+                break
+            }
+        }
+        guard pathAt >= 0 || field != nil else {
             output.append(contentsOf: chunk)
             return false
         }
         let frameStart = output.count
-        output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[..<at]))
-        output.append(contentsOf: field.encoded)
-        output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[(at + field.standInEncoded.count)...]))
+        var copied = 0
+        if let plainPath, pathAt >= 0, field == nil || pathAt < fieldAt {
+            copied = Self.append(chunk, from: copied, upTo: pathAt, to: &output)
+            copied += plainPath.appendRepresentation(to: &output)
+        }
+        if let field {
+            copied = Self.append(chunk, from: copied, upTo: fieldAt, to: &output)
+            output.append(contentsOf: field.encoded)
+            copied += field.standInEncoded.count
+        }
+        if let plainPath, pathAt >= copied {
+            copied = Self.append(chunk, from: copied, upTo: pathAt, to: &output)
+            copied += plainPath.appendRepresentation(to: &output)
+        }
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[copied...]))
         let length = output.count - frameStart - HTTP2FrameLayout.headerBytes
         output[frameStart] = UInt8(truncatingIfNeeded: length >> 16)
         output[frameStart + 1] = UInt8(truncatingIfNeeded: length >> 8)
@@ -56,17 +95,18 @@ package struct HTTP2EncodedOnceSwaps: Sendable {
         return true
     }
 
-    /// The field whose stand-in's representation `chunk` holds, and where it starts, when
-    /// `chunk` is one whole HEADERS frame (END_HEADERS set) whose block holds one.
-    func standIn(in chunk: UnsafeBufferPointer<UInt8>) -> (HTTP2EncodedOnceField, Int)? {
-        guard isActive, let block = HTTP2FrameLayout.headerBlock(ofHeadersFrame: chunk) else { return nil }
-        var position = block.lowerBound
-        while position < block.upperBound {
-            if let current, current.standsIn(chunk, at: position, end: block.upperBound) { return (current, position) }
-            if let previous, previous.standsIn(chunk, at: position, end: block.upperBound) { return (previous, position) }
-            guard let next = HPACKRepresentation.end(in: chunk, at: position, limit: block.upperBound) else { return nil }
-            position = next
-        }
+    /// Appends `chunk`'s bytes from `start` up to `end`; returns `end`.
+    private static func append(_ chunk: UnsafeBufferPointer<UInt8>, from start: Int, upTo end: Int,
+                               to output: inout [UInt8]) -> Int {
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[start..<end]))
+        return end
+    }
+
+    /// The field encoded once (the current one or the one before) whose stand-in's
+    /// representation starts at `position`.
+    private func fieldStandingIn(_ chunk: UnsafeBufferPointer<UInt8>, at position: Int, end: Int) -> HTTP2EncodedOnceField? {
+        if let current, current.standsIn(chunk, at: position, end: end) { return current }
+        if let previous, previous.standsIn(chunk, at: position, end: end) { return previous }
         return nil
     }
 }

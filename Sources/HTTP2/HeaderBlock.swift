@@ -12,6 +12,15 @@ package struct HeaderBlock {
     package private(set) var count = 0
     /// The connection's field encoded once: a field equal to it gets the stand-in value.
     private var encodedOnce: HTTP2EncodedOnceField?
+    /// Whether `addPath` may put the stand-in of a plain path in the block (see `withRequestHeaders`).
+    private var plainPathAllowed = false
+    /// The path `addPath` put a stand-in in the block for: its frame gets it back (``HTTP2PlainPath``).
+    private var plainPath: HTTP2PlainPath?
+
+    /// Moves out the path `addPath` put a stand-in in the block for, if any.
+    package mutating func takePlainPath() -> HTTP2PlainPath? {
+        plainPath.take()
+    }
 
     /// Runs `body` with a builder holding up to `fieldCount` fields and `byteCapacity` bytes of
     /// values and of names given as `String`.
@@ -56,6 +65,22 @@ package struct HeaderBlock {
         append(UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
         appendString(value)
         appendField(staticName: name, valueStart: valueStart)
+    }
+
+    /// Appends `:path` as `prefix` followed by `value`. In a block that allows it, the path goes
+    /// in as a stand-in and is kept in `plainPath`, to be written into the HEADERS frame as a
+    /// plain literal (``HTTP2PlainPath``): nghttp2 would Huffman-code it for every request.
+    package mutating func addPath(_ prefix: StaticString, _ value: String) {
+        let byteCount = prefix.utf8CodeUnitCount + value.utf8.count
+        guard plainPathAllowed, plainPath == nil, byteCount <= HTTP2PlainPath.maxBytes else {
+            add(":path", prefix, value)
+            return
+        }
+        plainPath = HTTP2PlainPath(prefix: prefix, value: value)
+        let valueStart = self.byteCount
+        let standIn = HTTP2PlainPath.standInValue
+        append(UnsafeRawBufferPointer(start: standIn.utf8Start, count: standIn.utf8CodeUnitCount))
+        appendField(staticName: ":path", valueStart: valueStart)
     }
 
     /// Appends a field whose value is `value` in decimal digits, without making a string of it.
@@ -136,13 +161,15 @@ extension HeaderBlock {
     /// then the `fieldCount` fields that `writeFields` adds (`:path` and the request's headers,
     /// written from the caller's own values, with no header array or joined strings in between),
     /// whose values and run-time names take `byteCount` bytes, in scratch memory sized from
-    /// exactly those bytes. A field equal to `encodedOnce` gets its stand-in value, unless the
+    /// exactly those bytes. A field equal to `encodedOnce` gets its stand-in value, and with
+    /// `plainPath` a path written with `addPath` gets the stand-in of a plain path, unless the
     /// block is larger than `HTTP2EncodedOnceField.maxBlockBytes` or `maxBlockFields`.
     static func withRequestHeaders<Result>(
         authority: String,
         fieldCount: Int,
         byteCount: Int,
         encodedOnce: HTTP2EncodedOnceField? = nil,
+        plainPath: Bool = false,
         writeFields: (inout HeaderBlock) -> Void,
         _ body: (inout HeaderBlock) -> Result
     ) -> Result {
@@ -150,6 +177,7 @@ extension HeaderBlock {
         return with(fieldCount: 3 + fieldCount, byteCapacity: byteCapacity) { block in
             if byteCapacity <= HTTP2EncodedOnceField.maxBlockBytes, 3 + fieldCount <= HTTP2EncodedOnceField.maxBlockFields {
                 block.encodedOnce = encodedOnce
+                block.plainPathAllowed = plainPath
             }
             block.add(":method", "POST")
             block.add(":scheme", "https")

@@ -44,14 +44,7 @@ import Testing
                 sent += connection.sendInMemory()
                 return
             }
-            while let session = connection.session {
-                var chunk: UnsafePointer<UInt8>?
-                let count = nghttp2_session_mem_send(session, &chunk)
-                guard count > 0, let chunk else { break }
-                let frame = UnsafeBufferPointer(start: chunk, count: count)
-                raw += frame
-                connection.appendSentFrame(frame, to: &sent)
-            }
+            HeadersFrames.drain(connection, sent: &sent, raw: &raw)
         }
         drain()
         _ = connection.receiveInMemory(HTTP2ResponseReplay.serverHandshake)  // SETTINGS: its ACK follows in `drain`
@@ -259,7 +252,7 @@ import Testing
 }
 
 /// A delegate for connections whose answers the test does not read.
-private final class SilentDelegate: HTTP2ClientConnectionDelegate {
+final class SilentDelegate: HTTP2ClientConnectionDelegate {
     func connectionDidBecomeReady(_ connection: HTTP2ClientConnection) {}
     func connection(_ connection: HTTP2ClientConnection, didFinishStream tag: UInt64,
                     result: Result<HTTP2Response, HTTP2StreamFailure>) {}
@@ -317,6 +310,19 @@ private final class BlockDeflater {
 /// server would.
 enum HeadersFrames {
     static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    /// Takes every frame `connection`'s session has to write, both as the session wrote it
+    /// (`raw`) and as the connection sends it (`sent`, its stand-ins swapped).
+    static func drain(_ connection: HTTP2ClientConnection, sent: inout [UInt8], raw: inout [UInt8]) {
+        while let session = connection.session {
+            var chunk: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &chunk)
+            guard count > 0, let chunk else { break }
+            let frame = UnsafeBufferPointer(start: chunk, count: count)
+            raw += frame
+            connection.appendSentFrame(frame, to: &sent)
+        }
+    }
 
     /// Each HEADERS frame's fields (name to value), in order; nil when the bytes do not parse.
     static func decode(_ bytes: [UInt8]) -> [[String: String]]? {
