@@ -3,8 +3,9 @@
 /// (``HTTP2EncodedOnceField``), and the field before it, for requests submitted before the
 /// change and not written yet. The two have different stand-in values, so each frame gets the
 /// value it was submitted with. A frame waits for the socket for milliseconds, a provider token
-/// for 20 minutes at least: two fields cover every frame in flight. Loop thread (the
-/// connection's), like the session.
+/// for 20 minutes at least: two fields cover every frame in flight. The same walk over a frame's
+/// block also swaps in the frame's own request path, written plain (``HTTP2PlainPath``), which
+/// the connection passes per frame. Loop thread (the connection's), like the session.
 package struct HTTP2EncodedOnceSwaps: Sendable {
     /// The field new requests carry the stand-in of; nil: new requests carry their own values.
     package private(set) var current: HTTP2EncodedOnceField?
@@ -73,20 +74,16 @@ package struct HTTP2EncodedOnceSwaps: Sendable {
             return false
         }
         let frameStart = output.count
+        // The swaps in the block's order: the path before the field or after it.
+        let pathFirst = pathAt >= 0 && (field == nil || pathAt < fieldAt)
         var copied = 0
-        if let plainPath, pathAt >= 0, field == nil || pathAt < fieldAt {
-            copied = Self.append(chunk, from: copied, upTo: pathAt, to: &output)
-            copied += plainPath.appendRepresentation(to: &output)
-        }
+        if pathFirst, let plainPath { copied = Self.append(chunk, from: copied, swapping: plainPath, at: pathAt, to: &output) }
         if let field {
-            copied = Self.append(chunk, from: copied, upTo: fieldAt, to: &output)
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[copied..<fieldAt]))
             output.append(contentsOf: field.encoded)
-            copied += field.standInEncoded.count
+            copied = fieldAt + field.standInEncoded.count
         }
-        if let plainPath, pathAt >= copied {
-            copied = Self.append(chunk, from: copied, upTo: pathAt, to: &output)
-            copied += plainPath.appendRepresentation(to: &output)
-        }
+        if !pathFirst, pathAt >= 0, let plainPath { copied = Self.append(chunk, from: copied, swapping: plainPath, at: pathAt, to: &output) }
         output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[copied...]))
         let length = output.count - frameStart - HTTP2FrameLayout.headerBytes
         output[frameStart] = UInt8(truncatingIfNeeded: length >> 16)
@@ -95,11 +92,13 @@ package struct HTTP2EncodedOnceSwaps: Sendable {
         return true
     }
 
-    /// Appends `chunk`'s bytes from `start` up to `end`; returns `end`.
-    private static func append(_ chunk: UnsafeBufferPointer<UInt8>, from start: Int, upTo end: Int,
-                               to output: inout [UInt8]) -> Int {
-        output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[start..<end]))
-        return end
+    /// Appends `chunk`'s bytes from `start` up to the path's stand-in at `position`, then the
+    /// path's plain representation; returns where the bytes after the stand-in start.
+    private static func append(_ chunk: UnsafeBufferPointer<UInt8>, from start: Int, swapping plainPath: HTTP2PlainPath,
+                               at position: Int, to output: inout [UInt8]) -> Int {
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[start..<position]))
+        plainPath.appendRepresentation(to: &output)
+        return position + HTTP2PlainPath.standInBytes
     }
 
     /// The field encoded once (the current one or the one before) whose stand-in's

@@ -52,8 +52,7 @@ package struct HTTP2PlainPath: Sendable {
     /// Appends the path's representation: the stand-in's first byte (a literal without indexing
     /// of `:path`), the length with a clear H bit (RFC 7541 §5.1, 7-bit prefix), then the bytes,
     /// in one append.
-    /// - Returns: the bytes of the stand-in's representation it replaces.
-    func appendRepresentation(to output: inout [UInt8]) -> Int {
+    func appendRepresentation(to output: inout [UInt8]) {
         let prefixBytes = prefix.utf8CodeUnitCount
         value.withUTF8Bytes { valueBytes in
             let length = prefixBytes + valueBytes.count
@@ -71,10 +70,9 @@ package struct HTTP2PlainPath: Sendable {
                 output.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[..<written]))
             }
         }
-        return Self.standInBytes
     }
 
-    /// The most bytes ``writeLength(_:to:)`` writes: lengths up to ``maxBytes`` take two.
+    /// Room for ``writeLength(_:to:)``: lengths up to ``maxBytes`` take at most three bytes.
     private static let maxLengthBytes = 5
 
     /// Writes `length` as an HPACK integer with a 7-bit prefix and the H bit clear.
