@@ -1,19 +1,25 @@
-/// The open streams of one client connection by stream id: an open-addressing table with linear
-/// probing and Fibonacci hashing (a multiply and a shift).
+/// The open streams of one client connection by stream id: an open-addressing table indexed by
+/// `id >> 1`, with Robin Hood linear probing.
 ///
-/// A `Dictionary` hashed each of the six lookups a stream makes (submit, two headers, end of
-/// stream, request body, close) with SipHash. The multiply matters: a client's ids are odd and
-/// consecutive, and indexed by `id >> 1` they formed one run as long as the open streams, which
-/// every removal had to walk to its end. Removal shifts the following entries of the run back (no
-/// tombstones), so a long connection never slows down. The capacity doubles when the table is
-/// half full and never shrinks. Not thread-safe: the connection's loop thread only.
+/// A client's stream ids are odd and increase by two, so the streams open at once sit in
+/// consecutive slots: the streams a pump submits, whose frames then leave, and whose answers
+/// arrive (mostly in the order they were sent) touch memory in order, which the processor
+/// prefetches. Spread by a hash, each of those touches was a cache miss on its own: one slot is
+/// two cache lines, and the table a few hundred KiB. A `Dictionary` hashed each of the six lookups
+/// a stream makes (submit, two headers, end of stream, request body, close) with SipHash.
+///
+/// Robin Hood order (no entry is farther from its home slot than the one after it, plus one) is
+/// what keeps removal short: it shifts the following entries back only until one sits at its home
+/// or a slot is empty, not to the end of the run. Without it, consecutive ids formed one run as
+/// long as the open streams and every removal walked it. Ids collide (a multiple of twice the
+/// capacity apart) when a stream stays open while that many newer ones are opened; a lookup stops
+/// at the first entry nearer its home than the key would be. The capacity doubles when the table
+/// is half full and never shrinks. Not thread-safe: the connection's loop thread only.
 struct HTTP2StreamTable<Value> {
     /// 0 marks an empty slot (stream ids are at least 1).
     private var keys: [Int32]
     private var values: [Value?]
     private var mask: Int
-    /// 32 − log2(capacity): the hash keeps the top bits of the product.
-    private var shift: UInt32
     /// Streams in the table.
     private(set) var count = 0
 
@@ -24,7 +30,6 @@ struct HTTP2StreamTable<Value> {
         keys = Array(repeating: 0, count: capacity)
         values = Array(repeating: nil, count: capacity)
         mask = capacity - 1
-        shift = UInt32(32 - capacity.trailingZeroBitCount)
     }
 
     /// Whether no stream is open.
@@ -35,17 +40,24 @@ struct HTTP2StreamTable<Value> {
 
     /// The slot a key's probe starts at.
     @inline(__always)
-    func home(of key: Int32) -> Int { Int((UInt32(bitPattern: key) &* 0x9E37_79B9) >> shift) }
+    func home(of key: Int32) -> Int { Int(key >> 1) & mask }
+
+    /// How far the entry in `slot` (which holds one) sits past its home slot.
+    @inline(__always)
+    private func displacement(ofSlot slot: Int) -> Int { (slot &- home(of: keys[slot])) & mask }
 
     /// The slot holding `key`, or nil. Valid until the next insert or removal.
     func slot(of key: Int32) -> Int? {
         guard key > 0 else { return nil }
         var slot = home(of: key)
+        var distance = 0
         while true {
             let stored = keys[slot]
             if stored == key { return slot }
-            if stored == 0 { return nil }
+            // In Robin Hood order, `key` would sit before an entry nearer its home than `distance`.
+            if stored == 0 || displacement(ofSlot: slot) < distance { return nil }
             slot = (slot + 1) & mask
+            distance += 1
         }
     }
 
@@ -67,13 +79,32 @@ struct HTTP2StreamTable<Value> {
         precondition(key > 0, "stream ids are positive")
         if (count + 1) * 2 > keys.count { grow() }
         var slot = home(of: key)
+        guard keys[slot] != 0 else {
+            // The usual case: the home slot is free.
+            keys[slot] = key
+            values[slot] = value
+            count += 1
+            return
+        }
+        // Robin Hood: the entry being placed takes the slot of the first one nearer its home, which
+        // then goes on looking for a slot in its place.
+        var carriedKey = key
+        var carriedValue: Value? = value
+        var distance = 0
         while keys[slot] != 0 {
             // invariant: as above, so an open stream's id never comes back.
-            precondition(keys[slot] != key, "stream \(key) is already open")
+            precondition(keys[slot] != carriedKey, "stream \(carriedKey) is already open")
+            let resident = displacement(ofSlot: slot)
+            if resident < distance {
+                swap(&keys[slot], &carriedKey)
+                swap(&values[slot], &carriedValue)
+                distance = resident
+            }
             slot = (slot + 1) & mask
+            distance += 1
         }
-        keys[slot] = key
-        values[slot] = value
+        keys[slot] = carriedKey
+        values[slot] = carriedValue.take()
         count += 1
     }
 
@@ -85,6 +116,17 @@ struct HTTP2StreamTable<Value> {
         count -= 1
         closeGap(at: slot)
         return value
+    }
+
+    /// Whether every entry sits at most one slot farther from its home than the entry before it
+    /// (for tests: the order that lets lookups and removals stop early).
+    var isInRobinHoodOrder: Bool {
+        for slot in keys.indices where keys[slot] != 0 {
+            let previous = (slot &- 1) & mask
+            let allowed = keys[previous] == 0 ? 0 : displacement(ofSlot: previous) + 1
+            if displacement(ofSlot: slot) > allowed { return false }
+        }
+        return true
     }
 
     /// Calls `body` with every (stream id, value), in no particular order.
@@ -108,22 +150,17 @@ struct HTTP2StreamTable<Value> {
         return all
     }
 
-    /// Backward-shift deletion: moves later entries of the probe run into the emptied `gap`
-    /// when their home slot allows it, so every lookup still finds its key before an empty slot.
+    /// Backward-shift deletion: moves each following entry that sits past its home one slot back
+    /// into the emptied `gap`, up to an empty slot or an entry at its home. In Robin Hood order,
+    /// no entry beyond those is displaced across the gap, and the order still holds afterwards.
     private mutating func closeGap(at start: Int) {
         var gap = start
         var slot = (gap + 1) & mask
-        while keys[slot] != 0 {
-            let home = home(of: keys[slot])
-            // The entry may move to `gap` when its home is not in (gap, slot] (cyclically).
-            let distanceToSlot = (slot - home) & mask
-            let distanceToGap = (gap - home) & mask
-            if distanceToGap < distanceToSlot {
-                keys[gap] = keys[slot]
-                values[gap] = values[slot].take()
-                keys[slot] = 0
-                gap = slot
-            }
+        while keys[slot] != 0, displacement(ofSlot: slot) > 0 {
+            keys[gap] = keys[slot]
+            values[gap] = values[slot].take()
+            keys[slot] = 0
+            gap = slot
             slot = (slot + 1) & mask
         }
     }
@@ -135,7 +172,6 @@ struct HTTP2StreamTable<Value> {
         keys = Array(repeating: 0, count: capacity)
         values = Array(repeating: nil, count: capacity)
         mask = capacity - 1
-        shift = UInt32(32 - capacity.trailingZeroBitCount)
         count = 0
         for slot in oldKeys.indices where oldKeys[slot] != 0 {
             // invariant: a slot with a key holds a value.

@@ -19,6 +19,7 @@ import Testing
     private func expectSame(_ table: HTTP2StreamTable<Int>, _ model: [Int32: Int], probing ids: some Sequence<Int32>) {
         #expect(table.count == model.count)
         #expect(table.isEmpty == model.isEmpty)
+        #expect(table.isInRobinHoodOrder)
         for id in ids {
             #expect(table.slot(of: id).map { table[slot: $0] } == model[id], "stream \(id)")
         }
@@ -44,6 +45,7 @@ import Testing
                 guard !open.isEmpty else { continue }
                 let victim = open.remove(at: random.next(open.count))
                 #expect(table.removeValue(forKey: victim) == model.removeValue(forKey: victim))
+                #expect(table.isInRobinHoodOrder)
             case 8:  // change a stream in place
                 guard let id = open.last, let slot = table.slot(of: id) else { continue }
                 table[slot: slot] += 1
@@ -84,6 +86,33 @@ import Testing
         table.insert(100, forKey: late)
         model[late] = 100
         expectSame(table, model, probing: ids + [late])
+    }
+
+    /// Streams that stay open while thousands of newer ones come and go collide with the newer
+    /// ids (which wrap around the table onto their slots); every stream stays reachable, removals
+    /// keep the order lookups rely on, and the long-lived streams close last.
+    @Test func longLivedStreamsAmongManyShortOnesStayReachable() {
+        var random = SplitMix(state: 7)
+        var table = HTTP2StreamTable<Int>(minimumCapacity: 32)
+        var model: [Int32: Int] = [:]
+        var shortLived: [Int32] = []
+        var nextID: Int32 = 1
+        for step in 0..<20_000 {
+            table.insert(step, forKey: nextID)
+            model[nextID] = step
+            if step % 997 != 0 { shortLived.append(nextID) }  // about one in a thousand stays open
+            nextID += 2
+            if shortLived.count > 20 {
+                let victim = shortLived.remove(at: random.next(shortLived.count))
+                #expect(table.removeValue(forKey: victim) == model.removeValue(forKey: victim))
+            }
+        }
+        #expect(table.capacity == 128)
+        expectSame(table, model, probing: stride(from: Int32(1), to: nextID + 4, by: 2))
+        for id in model.keys.sorted() where !shortLived.contains(id) {
+            #expect(table.removeValue(forKey: id) == model.removeValue(forKey: id))
+        }
+        expectSame(table, model, probing: stride(from: Int32(1), to: nextID + 4, by: 2))
     }
 
     /// A connection keeps its table for its whole life: after many streams have come and gone, the
