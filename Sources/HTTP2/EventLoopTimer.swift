@@ -25,6 +25,17 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
 }
 
+/// The monotonic clock as of the kernel's last tick (`CLOCK_MONOTONIC_COARSE`): at most a tick
+/// (1-10 ms) behind, never ahead of a `monotonicNanoseconds()` read after it, and about a quarter
+/// of its cost (5 against 22 ns here). For the stamps a connection takes per stream and per frame
+/// and compares in seconds: a stream's start (its timeout) and the last frame (PING liveness).
+@inline(__always)
+func coarseMonotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+}
+
 /// The loop's pending timers: a binary min-heap ordered by deadline, then by scheduling order.
 ///
 /// Thread ownership: only the loop thread touches it. Cancelled timers are removed lazily

@@ -181,7 +181,7 @@ extension HTTP2ClientConnection {
 
     func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) {
         let header = frame.pointee.hd
-        lastFrameReceivedNanoseconds = monotonicNanoseconds()
+        lastFrameReceivedNanoseconds = coarseMonotonicNanoseconds()
         switch UInt32(header.type) {
         case NGHTTP2_PING.rawValue:
             if header.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 {

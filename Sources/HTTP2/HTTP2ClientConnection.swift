@@ -256,7 +256,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                            metadata: ["error": String(cString: nghttp2_strerror(streamID))])
             return false
         }
-        streams.insert(Stream(tag: tag, startedAt: monotonicNanoseconds(), requestBody: body, plainPath: plainPath),
+        streams.insert(Stream(tag: tag, startedAt: coarseMonotonicNanoseconds(), requestBody: body, plainPath: plainPath),
                        forKey: streamID)
         return true
     }

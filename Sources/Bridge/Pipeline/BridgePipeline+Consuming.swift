@@ -129,7 +129,9 @@ extension BridgePipeline {
         }
         metrics.recordConsumed(topic: message.topic)
         let source = RecordSource(topic: message.topic, partition: message.partition, offset: message.offset)
-        let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.nowMilliseconds())
+        // The record's timestamp is checked against the bridge's clock to within a day: the
+        // coarse clock is plenty.
+        let startedAt = RecordTimestamp.usable(message.timestampMilliseconds, nowMilliseconds: Timestamp.coarseNowMilliseconds())
         switch message.decodeValue(with: decoder, source: source) {
         case .deadLetter(let deadLetter):
             let original = message.message()
