@@ -355,14 +355,15 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     }
 
     private func produce() {
-        guard let session else { return }
+        // The owner is cleared after the session (`teardown`), so with a session there is an
+        // owner. Unwrapped here, once: an `if let` inside the loop retained and released it per frame.
+        guard let session, let owner = self.owner else { return }
         if outputStart > 0 && outputStart * 2 >= output.count {
             output.removeFirst(outputStart)  // the unwritten bytes move; SSL accepts a moving buffer
             outputStart = 0
         }
         inSessionCall = true
         defer { inSessionCall = false }
-        let owner = self.owner  // once per call, not a retain and a release per frame
         while pendingOutputCount < Self.outputHighWater {
             var chunk: UnsafePointer<UInt8>?
             let count = nghttp2_session_mem_send(session, &chunk)
@@ -371,12 +372,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
                 return
             }
             guard count > 0, let chunk else { return }
-            let frame = UnsafeBufferPointer(start: chunk, count: count)
-            if let owner {
-                owner.tlsConnection(self, append: frame, to: &output)
-            } else {
-                output.append(contentsOf: frame)
-            }
+            owner.tlsConnection(self, append: UnsafeBufferPointer(start: chunk, count: count), to: &output)
         }
     }
 
