@@ -50,6 +50,20 @@ public final class CounterTable: @unchecked Sendable {
         return create(at: index)
     }
 
+    /// Adds `amount` to the counter of cell `index` (0 ..< `count`): what `counter(at:)` and
+    /// `increment` do, without handing the counter out, which retained and released its box and
+    /// its storage on every call.
+    @inline(__always)
+    public func increment(at index: Int, by amount: UInt64 = 1) {
+        precondition(index >= 0 && index < count, "counter table index out of range")  // invariant: callers map to 0..<count
+        if let address = UnsafeRawPointer(bitPattern: cells[index].load(ordering: .acquiring)) {
+            // The table holds the box until its deinit, so borrowing it without a retain is safe.
+            Unmanaged<Box>.fromOpaque(address)._withUnsafeGuaranteedRef { $0.counter.increment(by: amount) }
+            return
+        }
+        create(at: index).increment(by: amount)
+    }
+
     /// First use of a cell: publishes a new box, or takes the one another thread published first.
     private func create(at index: Int) -> Counter {
         let box = Unmanaged.passRetained(Box(make(index)))

@@ -150,14 +150,14 @@ public final class BridgeMetrics: Sendable {
         }
 
         func apnsAnswered(status: Int, reason: String?, durationNanoseconds: Int64) {
-            series.responses.counter(at: MetricLabels.responseIndex(status: status, reason: reason)).increment()
+            series.responses.increment(at: MetricLabels.responseIndex(status: status, reason: reason))
             // Seconds straight from the integer: a `Duration` costs 128-bit arithmetic to make
             // and to take apart, on every answer.
             series.requestDuration.record(Double(durationNanoseconds) / 1e9)
         }
 
         func apnsRetrying(_ cause: APNsRetryCause) {
-            series.retries.counter(at: MetricLabels.retryCauseIndex(cause)).increment()
+            series.retries.increment(at: MetricLabels.retryCauseIndex(cause))
         }
     }
 }
