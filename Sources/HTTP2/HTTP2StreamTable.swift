@@ -8,7 +8,7 @@
 /// two cache lines, and the table a few hundred KiB. A `Dictionary` hashed each of the six lookups
 /// a stream makes (submit, two headers, end of stream, request body, close) with SipHash.
 ///
-/// Robin Hood order (no entry is farther from its home slot than the one after it, plus one) is
+/// Robin Hood order (no entry is farther from its home slot than the one before it, plus one) is
 /// what keeps removal short: it shifts the following entries back only until one sits at its home
 /// or a slot is empty, not to the end of the run. Without it, consecutive ids formed one run as
 /// long as the open streams and every removal walked it. Ids collide (a multiple of twice the
