@@ -57,16 +57,13 @@ struct KafkaProducerTests {
 
     /// The one-header form reads key, value and header value from the caller's memory during the
     /// call only: what arrives is what was there then, also when the memory is reused at once.
-    /// Produced by topic name, and through the handle the producer keeps of an output topic.
-    @Test(arguments: [false, true])
-    func aRecordProducedFromBorrowedBytesArrivesWithItsKeyAndHeader(keepsTopicHandle: Bool) throws {
+    @Test func aRecordProducedFromBorrowedBytesArrivesWithItsKeyAndHeader() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
         try cluster.createTopic("borrowed", partitions: 1)
         let recorder = DeliveryRecorder()
         let producer = try KafkaProducer(
-            bootstrapServers: cluster.bootstrapServers, properties: [:],
-            outputTopics: keepsTopicHandle ? ["other", "borrowed"] : [], logger: KafkaTestSupport.logger,
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
             deliveryHandler: recorder.handler)
         defer { producer.close() }
 
@@ -267,17 +264,15 @@ struct KafkaProducerTests {
 
     /// Threads producing with `produceNow` (falling back to `enqueue`) while another closes the
     /// producer: no call blocks or crashes, and every record gets exactly one delivery report,
-    /// delivered before the close or failed with it. Also with the topic's handle kept by the
-    /// producer, which the close destroys while the others still produce.
-    @Test(arguments: [false, true])
-    func produceNowRacingCloseReportsEveryRecordOnce(keepsTopicHandle: Bool) throws {
+    /// delivered before the close or failed with it.
+    @Test func produceNowRacingCloseReportsEveryRecordOnce() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
         try cluster.createTopic("race", partitions: 4)
         let recorder = DeliveryRecorder()
         let producer = try KafkaProducer(
             bootstrapServers: cluster.bootstrapServers, properties: [:], queueCapacity: (messages: 200, kilobytes: 1024),
-            outputTopics: keepsTopicHandle ? ["race"] : [], logger: KafkaTestSupport.logger, deliveryHandler: recorder.handler)
+            logger: KafkaTestSupport.logger, deliveryHandler: recorder.handler)
         let threads = 4, perThread = 1_000
         DispatchQueue.concurrentPerform(iterations: threads + 1) { worker in
             guard worker < threads else {
