@@ -98,12 +98,15 @@ struct KafkaFaultTests {
     @Test func commitErrorsDelayButDoNotLoseCommits() throws {
         let scenario = try KafkaFaultScenario(groupID: "fault-commit")
         defer { scenario.close() }
-        // The coordinator is looked up again when it is set below; a 6 s session could expire
-        // on a slow run (ThreadSanitizer's) before it is found, and the redelivery after a lost
-        // assignment is not what this test is about.
+        // The group's coordinator is set before the bridge starts, so its member finds it there
+        // and the errors below meet its commits. Set later, the member would keep committing to
+        // the coordinator it had found (the mock cluster accepts a commit on any broker) until a
+        // heartbeat was refused, and the second half could be committed before that.
+        try scenario.environment.kafka.setGroupCoordinator(groupID: scenario.groupID, broker: 1)
+        // The coordinator is looked up again after each error; a 6 s session could expire on a
+        // slow run (ThreadSanitizer's) meanwhile, and the redelivery after a lost assignment is
+        // not what this test is about.
         try runThroughFault(scenario, sessionTimeoutMilliseconds: 30_000) { scenario in
-            // On the group's coordinator (set here, so the errors meet its commits).
-            try scenario.environment.kafka.setGroupCoordinator(groupID: scenario.groupID, broker: 1)
             scenario.environment.kafka.pushBrokerRequestErrors(
                 broker: 1, apiKey: MockKafkaCluster.APIKey.offsetCommit,
                 errors: [Code.coordinatorLoadInProgress, Code.coordinatorNotAvailable, Code.notCoordinator,
