@@ -28,6 +28,12 @@ static inline rd_kafka_vu_t apnsb_rd_kafka_vu_topic(const char *topic) {
     vu.u.cstr = topic;
     return vu;
 }
+static inline rd_kafka_vu_t apnsb_rd_kafka_vu_rkt(rd_kafka_topic_t *rkt) {
+    rd_kafka_vu_t vu;
+    vu.vtype = RD_KAFKA_VTYPE_RKT;
+    vu.u.rkt = rkt;
+    return vu;
+}
 static inline rd_kafka_vu_t apnsb_rd_kafka_vu_value(const void *bytes, size_t size) {
     rd_kafka_vu_t vu;
     vu.vtype = RD_KAFKA_VTYPE_VALUE;

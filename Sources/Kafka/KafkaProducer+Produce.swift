@@ -65,7 +65,11 @@ extension KafkaProducer {
                     // Plain local variables, no nested functions capturing them: a captured
                     // variable is boxed and every access to it checked at run time.
                     var index = 0
-                    arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_topic(topicName))
+                    if let handle = topicHandle(topic) {
+                        arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_rkt(handle))
+                    } else {
+                        arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_topic(topicName))
+                    }
                     index += 1
                     if let valueBytes {
                         arguments.initializeElement(at: index, to: apnsb_rd_kafka_vu_value(

@@ -29,6 +29,11 @@ public final class KafkaProducer: @unchecked Sendable {
     var clientPointer: OpaquePointer { client.pointer }
     /// Calls using the handle; `close` shuts it and waits for them before destroying.
     private let gate = ClientGate()
+    /// The producer's own handles of the topics it was told it writes (`outputTopics`), made at
+    /// start and destroyed at `close` before the client. Produced by name, every record made
+    /// librdkafka look its topic up under its client's write lock, which its broker threads
+    /// read-lock all the time; by handle, it takes a reference count. Immutable: read without a lock.
+    private let topicHandles: [(name: String, handle: OpaquePointer)]
 
     /// The largest record librdkafka accepts: `message.max.bytes` as librdkafka read it (a
     /// configured "0500000" is octal to it, 163,840 bytes).
@@ -47,6 +52,8 @@ public final class KafkaProducer: @unchecked Sendable {
     ///     `properties` set them; nil keeps librdkafka's defaults.
     ///   - transactionalID: makes the producer transactional (see
     ///     ``initTransactions(timeoutMilliseconds:)``); nil for an idempotent producer.
+    ///   - outputTopics: topics the producer writes on its hot path, the busiest first: it keeps a
+    ///     handle of each (see `topicHandles`). Records for other topics are produced by name.
     ///   - deliveryHandler: called once per message with its tag, and nil or the error.
     /// - Throws: ``KafkaError`` naming a rejected or reserved property (never its value).
     public init(
@@ -54,6 +61,7 @@ public final class KafkaProducer: @unchecked Sendable {
         properties: [String: String],
         queueCapacity: (messages: Int, kilobytes: Int)? = nil,
         transactionalID: String? = nil,
+        outputTopics: [String] = [],
         logger: Logger,
         deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
     ) throws {
@@ -62,6 +70,13 @@ public final class KafkaProducer: @unchecked Sendable {
                                      transactionalID: transactionalID, context: context)
         // librdkafka's default when the value cannot be read (it always can: the property exists).
         maximumRecordBytes = client.effectiveProperty("message.max.bytes").flatMap { Int($0) } ?? 1_000_000
+        var handles: [(name: String, handle: OpaquePointer)] = []
+        for name in outputTopics where !handles.contains(where: { $0.name == name }) {
+            // nil for a name librdkafka refuses (e.g. over 512 bytes): produced by name, it is
+            // refused there with librdkafka's error, like any record.
+            if let handle = rd_kafka_topic_new(client.pointer, name, nil) { handles.append((name, handle)) }
+        }
+        topicHandles = handles
         self.logger = logger
         self.deliveryHandler = deliveryHandler
         wakeUp = try WakeUpPipe()
@@ -245,6 +260,16 @@ public final class KafkaProducer: @unchecked Sendable {
         return rd_kafka_flush(client.pointer, remaining) == RD_KAFKA_RESP_ERR_NO_ERROR
     }
 
+    /// The producer's handle of `topic`, if it keeps one (`outputTopics`). Valid only inside the
+    /// gate (`withOpenClient`): `close` destroys the handles.
+    @inline(__always)
+    func topicHandle(_ topic: String) -> OpaquePointer? {
+        // A few names, the busiest first, usually the very strings the caller configured: equal
+        // strings of the same storage compare at once.
+        for entry in topicHandles where entry.name == topic { return entry.handle }
+        return nil
+    }
+
     /// Runs `body` with the handle unless the producer is closed; `close` waits for it to return.
     /// For calls that may block (transactions): no lock is held meanwhile.
     func withOpenClient<R>(_ body: (OpaquePointer) -> R) -> R? {
@@ -288,6 +313,8 @@ public final class KafkaProducer: @unchecked Sendable {
             _ = rd_kafka_purge(client.pointer, apnsb_rd_kafka_purge_queue_and_inflight())
             _ = rd_kafka_flush(client.pointer, 1000)  // serves the purged messages' reports
         }
+        // The gate is shut and no call is inside it, so no produce holds a handle any more.
+        for (_, handle) in topicHandles { rd_kafka_topic_destroy(handle) }
         client.destroy()
     }
 }

@@ -57,13 +57,16 @@ struct KafkaProducerTests {
 
     /// The one-header form reads key, value and header value from the caller's memory during the
     /// call only: what arrives is what was there then, also when the memory is reused at once.
-    @Test func aRecordProducedFromBorrowedBytesArrivesWithItsKeyAndHeader() throws {
+    /// Produced by topic name, and through the handle the producer keeps of an output topic.
+    @Test(arguments: [false, true])
+    func aRecordProducedFromBorrowedBytesArrivesWithItsKeyAndHeader(keepsTopicHandle: Bool) throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
         try cluster.createTopic("borrowed", partitions: 1)
         let recorder = DeliveryRecorder()
         let producer = try KafkaProducer(
-            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
+            bootstrapServers: cluster.bootstrapServers, properties: [:],
+            outputTopics: keepsTopicHandle ? ["other", "borrowed"] : [], logger: KafkaTestSupport.logger,
             deliveryHandler: recorder.handler)
         defer { producer.close() }
 
@@ -264,15 +267,17 @@ struct KafkaProducerTests {
 
     /// Threads producing with `produceNow` (falling back to `enqueue`) while another closes the
     /// producer: no call blocks or crashes, and every record gets exactly one delivery report,
-    /// delivered before the close or failed with it.
-    @Test func produceNowRacingCloseReportsEveryRecordOnce() throws {
+    /// delivered before the close or failed with it. Also with the topic's handle kept by the
+    /// producer, which the close destroys while the others still produce.
+    @Test(arguments: [false, true])
+    func produceNowRacingCloseReportsEveryRecordOnce(keepsTopicHandle: Bool) throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
         try cluster.createTopic("race", partitions: 4)
         let recorder = DeliveryRecorder()
         let producer = try KafkaProducer(
             bootstrapServers: cluster.bootstrapServers, properties: [:], queueCapacity: (messages: 200, kilobytes: 1024),
-            logger: KafkaTestSupport.logger, deliveryHandler: recorder.handler)
+            outputTopics: keepsTopicHandle ? ["race"] : [], logger: KafkaTestSupport.logger, deliveryHandler: recorder.handler)
         let threads = 4, perThread = 1_000
         DispatchQueue.concurrentPerform(iterations: threads + 1) { worker in
             guard worker < threads else {

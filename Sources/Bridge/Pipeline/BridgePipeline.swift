@@ -93,6 +93,8 @@ public final class BridgePipeline: Sendable {
                 properties: configuration.kafka.producer,
                 queueCapacity: BridgePipeline.producerQueueCapacity(limits: configuration.limits),
                 transactionalID: exactlyOnce ? BridgePipeline.transactionalID(groupID: configuration.kafka.groupID) : nil,
+                outputTopics: [configuration.kafka.resultsTopic, configuration.kafka.invalidTokensTopic,
+                               configuration.kafka.deadLetterTopic],
                 logger: Logger(label: "kafka.producer"),
                 deliveryHandler: { tag, error in
                     // Exactly once, a failed delivery fails its transaction, which the committer handles.
