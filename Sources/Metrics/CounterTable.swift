@@ -43,10 +43,7 @@ public final class CounterTable: @unchecked Sendable {
     /// The counter of cell `index` (0 ..< `count`).
     @inline(__always)
     public func counter(at index: Int) -> Counter {
-        precondition(index >= 0 && index < count, "counter table index out of range")  // invariant: callers map to 0..<count
-        if let address = UnsafeRawPointer(bitPattern: cells[index].load(ordering: .acquiring)) {
-            return Unmanaged<Box>.fromOpaque(address).takeUnretainedValue().counter
-        }
+        if let box = publishedBox(at: index) { return box.takeUnretainedValue().counter }
         return create(at: index)
     }
 
@@ -55,13 +52,20 @@ public final class CounterTable: @unchecked Sendable {
     /// its storage on every call.
     @inline(__always)
     public func increment(at index: Int, by amount: UInt64 = 1) {
-        precondition(index >= 0 && index < count, "counter table index out of range")  // invariant: callers map to 0..<count
-        if let address = UnsafeRawPointer(bitPattern: cells[index].load(ordering: .acquiring)) {
+        if let box = publishedBox(at: index) {
             // The table holds the box until its deinit, so borrowing it without a retain is safe.
-            Unmanaged<Box>.fromOpaque(address)._withUnsafeGuaranteedRef { $0.counter.increment(by: amount) }
+            box._withUnsafeGuaranteedRef { $0.counter.increment(by: amount) }
             return
         }
         create(at: index).increment(by: amount)
+    }
+
+    /// The box cell `index` holds, if one was published.
+    @inline(__always)
+    private func publishedBox(at index: Int) -> Unmanaged<Box>? {
+        precondition(index >= 0 && index < count, "counter table index out of range")  // invariant: callers map to 0..<count
+        guard let address = UnsafeRawPointer(bitPattern: cells[index].load(ordering: .acquiring)) else { return nil }
+        return Unmanaged<Box>.fromOpaque(address)
     }
 
     /// First use of a cell: publishes a new box, or takes the one another thread published first.
