@@ -360,7 +360,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         if !streams.isEmpty {
             let timeout = streamTimeoutNanoseconds
             streams.forEach { streamID, stream in
-                if now - stream.startedAt >= timeout { expiredScratch.append(streamID) }
+                // A coarse stamp is never ahead of a precise reading taken after it; the first
+                // comparison keeps the subtraction from trapping should a clock ever say otherwise.
+                if now > stream.startedAt && now - stream.startedAt >= timeout { expiredScratch.append(streamID) }
             }
             if !expiredScratch.isEmpty {
                 for streamID in expiredScratch {
