@@ -79,15 +79,21 @@ public final class KafkaProducer: @unchecked Sendable {
         topicHandles = handles
         self.logger = logger
         self.deliveryHandler = deliveryHandler
-        wakeUp = try WakeUpPipe()
-        outbox = ProducerOutbox(shardCount: 16, wakeUp: wakeUp)
-        publisher = try ProducerPublisherThread(
-            client: client, outbox: outbox, wakeUp: wakeUp,
-            produceOne: { [unowned self] record in
-                self.produceOnce(topic: record.topic, key: record.key, value: record.value, headers: record.headers, tag: record.tag)
-            },
-            fail: { record, error in deliveryHandler(record.tag, error) }
-        )
+        do {
+            wakeUp = try WakeUpPipe()
+            outbox = ProducerOutbox(shardCount: 16, wakeUp: wakeUp)
+            publisher = try ProducerPublisherThread(
+                client: client, outbox: outbox, wakeUp: wakeUp,
+                produceOne: { [unowned self] record in
+                    self.produceOnce(topic: record.topic, key: record.key, value: record.value, headers: record.headers, tag: record.tag)
+                },
+                fail: { record, error in deliveryHandler(record.tag, error) }
+            )
+        } catch {
+            // A producer that never started has no `close`: its handles go before its client.
+            for (_, handle) in handles { rd_kafka_topic_destroy(handle) }
+            throw error
+        }
     }
 
     /// Creates the client (it connects nowhere without `bootstrapServers`): the bridge's
