@@ -48,7 +48,7 @@ public final class KafkaConsumer: @unchecked Sendable {
         // Everything (rebalances, errors, logs forwarded by librdkafka) is served by consumer_poll.
         let redirect = rd_kafka_poll_set_consumer(client.pointer)
         guard redirect == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            client.destroy()
+            abandon()
             throw KafkaError(redirect, context: "rd_kafka_poll_set_consumer")
         }
         if !topics.isEmpty {
@@ -57,10 +57,18 @@ public final class KafkaConsumer: @unchecked Sendable {
             let result = rd_kafka_subscribe(client.pointer, subscription.pointer)
             guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
                 _ = rd_kafka_consumer_close(client.pointer)
-                client.destroy()
+                abandon()
                 throw KafkaError(result, context: "subscribe to \(topics.joined(separator: ","))")
             }
         }
+    }
+
+    /// Destroys the client of a consumer whose start failed. Every stored property is set by
+    /// then, so the object is released normally and `deinit` runs `close`: the phase makes
+    /// that `close` return before it touches the destroyed handle.
+    private func abandon() {
+        phase.withLock { $0 = .closed }
+        client.destroy()
     }
 
     /// Creates the client (it connects to nothing before it is subscribed, and nowhere without

@@ -56,13 +56,30 @@ public final class KafkaProducer: @unchecked Sendable {
     ///     handle of each (see `topicHandles`). Records for other topics are produced by name.
     ///   - deliveryHandler: called once per message with its tag, and nil or the error.
     /// - Throws: ``KafkaError`` naming a rejected or reserved property (never its value).
-    public init(
+    public convenience init(
         bootstrapServers: String,
         properties: [String: String],
         queueCapacity: (messages: Int, kilobytes: Int)? = nil,
         transactionalID: String? = nil,
         outputTopics: [String] = [],
         logger: Logger,
+        deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
+    ) throws {
+        try self.init(bootstrapServers: bootstrapServers, properties: properties, queueCapacity: queueCapacity,
+                      transactionalID: transactionalID, outputTopics: outputTopics, logger: logger,
+                      startThread: NativeThread.init, deliveryHandler: deliveryHandler)
+    }
+
+    /// The producer of the public initializer, with its delivery-report thread started by
+    /// `startThread` (tests pass one that fails).
+    init(
+        bootstrapServers: String,
+        properties: [String: String],
+        queueCapacity: (messages: Int, kilobytes: Int)?,
+        transactionalID: String?,
+        outputTopics: [String],
+        logger: Logger,
+        startThread: NativeThread.Starter,
         deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
     ) throws {
         let context = RDKafkaClientContext(logger: logger, deliveryHandler: deliveryHandler)
@@ -81,17 +98,26 @@ public final class KafkaProducer: @unchecked Sendable {
         self.deliveryHandler = deliveryHandler
         do {
             wakeUp = try WakeUpPipe()
-            outbox = ProducerOutbox(shardCount: 16, wakeUp: wakeUp)
+        } catch {
+            // Some stored properties are not set yet, so there is no `deinit` and no `close`:
+            // the handles go here, before the client (which its own `deinit` destroys).
+            for (_, handle) in handles { rd_kafka_topic_destroy(handle) }
+            throw error
+        }
+        outbox = ProducerOutbox(shardCount: 16, wakeUp: wakeUp)
+        do {
             publisher = try ProducerPublisherThread(
-                client: client, outbox: outbox, wakeUp: wakeUp,
+                client: client, outbox: outbox, wakeUp: wakeUp, startThread: startThread,
                 produceOne: { [unowned self] record in
                     self.produceOnce(topic: record.topic, key: record.key, value: record.value, headers: record.headers, tag: record.tag)
                 },
                 fail: { record, error in deliveryHandler(record.tag, error) }
             )
         } catch {
-            // A producer that never started has no `close`: its handles go before its client.
-            for (_, handle) in handles { rd_kafka_topic_destroy(handle) }
+            // Every stored property is set (`publisher` to nil), so the object is released
+            // normally and `deinit` runs `close`. Closed here first, it destroys the handles and
+            // the client once; `deinit`'s call then returns at once.
+            close(flushTimeoutMilliseconds: 0)
             throw error
         }
     }
@@ -303,7 +329,8 @@ public final class KafkaProducer: @unchecked Sendable {
         }
         let started = Timestamp.monotonicNanoseconds()
         let deadline = started + UInt64(max(0, flushTimeoutMilliseconds)) * 1_000_000
-        let unproduced = publisher.stop(deadlineNanoseconds: deadline, wakeUp: wakeUp) + outbox.close()
+        // No publisher: its thread never started, and no record was taken.
+        let unproduced = (publisher?.stop(deadlineNanoseconds: deadline, wakeUp: wakeUp) ?? []) + outbox.close()
         if !unproduced.isEmpty {
             logger.warning("producer closing with records never handed to Kafka", metadata: ["messages": "\(unproduced.count)"])
             outbox.markRemoved(unproduced.count)

@@ -18,11 +18,15 @@ final class ProducerPublisherThread: Sendable {
     nonisolated(unsafe) private let mainQueue: OpaquePointer
 
     /// Starts the thread. `produceOne` hands one record to librdkafka; `fail` reports a record
-    /// librdkafka refused (not for queue-full, which is retried).
+    /// librdkafka refused (not for queue-full, which is retried). `startThread` starts an OS
+    /// thread (tests pass one that fails).
+    /// - Throws: ``KafkaError`` when the thread cannot start; librdkafka's main queue is then
+    ///   left as it was found.
     init(
         client: RDKafkaClient,
         outbox: ProducerOutbox,
         wakeUp: WakeUpPipe,
+        startThread: NativeThread.Starter = NativeThread.init,
         produceOne: @escaping @Sendable (KafkaOutboundRecord) -> ProduceOutcome,
         fail: @escaping @Sendable (KafkaOutboundRecord, KafkaError) -> Void
     ) throws {
@@ -30,7 +34,25 @@ final class ProducerPublisherThread: Sendable {
         mainQueue = rd_kafka_queue_get_main(client.pointer)!
         var payload: UInt8 = 1
         rd_kafka_queue_io_event_enable(mainQueue, wakeUp.writeDescriptor, &payload, 1)
-        let started = try NativeThread(name: "kafka-publisher") { [self, client] in
+        do {
+            try start(client: client, outbox: outbox, wakeUp: wakeUp, startThread: startThread,
+                      produceOne: produceOne, fail: fail)
+        } catch {
+            rd_kafka_queue_io_event_enable(mainQueue, -1, nil, 0)
+            rd_kafka_queue_destroy(mainQueue)
+            throw error
+        }
+    }
+
+    private func start(
+        client: RDKafkaClient,
+        outbox: ProducerOutbox,
+        wakeUp: WakeUpPipe,
+        startThread: NativeThread.Starter,
+        produceOne: @escaping @Sendable (KafkaOutboundRecord) -> ProduceOutcome,
+        fail: @escaping @Sendable (KafkaOutboundRecord, KafkaError) -> Void
+    ) throws {
+        let started = try startThread("kafka-publisher") { [self, client] in
             var backlog: [KafkaOutboundRecord] = []
             while true {
                 rd_kafka_poll(client.pointer, 0)

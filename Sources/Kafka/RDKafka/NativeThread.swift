@@ -5,6 +5,9 @@ import Glibc
 /// A joinable OS thread running one closure (librdkafka poll loops block in C, so they get a
 /// thread of their own instead of a Swift concurrency executor).
 final class NativeThread: @unchecked Sendable {
+    /// Starts a thread running a closure: `NativeThread.init`, or in tests one that fails.
+    typealias Starter = (_ name: String, _ body: @escaping @Sendable () -> Void) throws -> NativeThread
+
     private var thread = pthread_t()
     private var isJoined = false
 

@@ -13,8 +13,15 @@ final class RDKafkaClient: @unchecked Sendable {
         var cType: rd_kafka_type_t { self == .producer ? RD_KAFKA_PRODUCER : RD_KAFKA_CONSUMER }
     }
 
-    /// The handle. Valid until ``destroy()``.
-    let pointer: OpaquePointer
+    /// The handle. Valid until ``destroy()``; asked for after it, the process stops rather
+    /// than hand librdkafka freed memory.
+    var pointer: OpaquePointer {
+        // invariant: every caller checks its client's own state (a gate, a phase) before it
+        // reaches the handle, and `destroy` comes after those are shut.
+        precondition(!isDestroyed, "RDKafkaClient: the librdkafka handle was used after rd_kafka_destroy")
+        return handle
+    }
+    private let handle: OpaquePointer
     /// What the callbacks reach through the opaque.
     let context: RDKafkaClientContext
     private let retainedContext: Unmanaged<RDKafkaClientContext>
@@ -45,7 +52,7 @@ final class RDKafkaClient: @unchecked Sendable {
             retained.release()
             throw KafkaError.configuration("could not create the Kafka client: \(context.redacting(String(cBuffer: errorText)))")
         }
-        pointer = handle
+        self.handle = handle
         self.context = context
         retainedContext = retained
     }
@@ -58,7 +65,7 @@ final class RDKafkaClient: @unchecked Sendable {
     func destroy() {
         guard !isDestroyed else { return }
         isDestroyed = true
-        rd_kafka_destroy(pointer)
+        rd_kafka_destroy(handle)
         retainedContext.release()
     }
 
