@@ -56,6 +56,10 @@ import Testing
             let error = try #require(parseError("  brokers: b\n  \(key): \"\(bad)\""), "\(key)")
             #expect(error.keyPath == "kafka.\(key)")  // a single name stands for a list of one
         }
+        // librdkafka refuses a subscription naming a topic twice.
+        let twice = try #require(parseError("  brokers: b\n  topics: [apns.requests, other, apns.requests]"))
+        #expect(twice.keyPath == "kafka.topics[2]")
+        #expect(twice.message == "the topic \"apns.requests\" is already listed")
         let longest = String(repeating: "t", count: 249)
         #expect(parseError("  brokers: b\n  topics: [\(longest)]\n  results_topic: a.b_c-9") == nil)
     }

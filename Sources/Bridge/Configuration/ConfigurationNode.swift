@@ -137,9 +137,17 @@ struct ConfigurationNode {
         return text
     }
 
-    /// A list of topic names (a single name counts as a list of one).
+    /// A list of topic names (a single name counts as a list of one), each named once:
+    /// librdkafka refuses a subscription that names a topic twice.
     func topicNames() throws(ConfigurationError) -> [String] {
-        try list(of: "topic names") { item throws(ConfigurationError) in try item.topicName() }
+        let names = try list(of: "topic names") { item throws(ConfigurationError) in try item.topicName() }
+        var seen = Set<String>()
+        for (index, name) in names.enumerated() where !seen.insert(name).inserted {
+            if case .sequence(let elements, _) = node {
+                throw child(elements[index], path: "\(path)[\(index)]").error("the topic \"\(name)\" is already listed")
+            }
+        }
+        return names
     }
 
     /// A mapping of string keys to scalar values (strings, numbers, booleans), all kept as text.
