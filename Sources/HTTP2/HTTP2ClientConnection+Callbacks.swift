@@ -145,7 +145,7 @@ extension HTTP2ClientConnection {
     func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
         guard let index = streams.slot(of: streamID) else { return }
         let (kept, cut) = Self.keepBody(data, in: &streams[slot: index], limit: maxResponseBodyBytes)
-        dataBytesKept += kept
+        discardedData.kept(kept)
         guard cut, let session else { return }
         // Bounded: past `maxResponseBodyBytes` the stream is reset (CANCEL), so neither memory nor
         // reading grows with what the peer sends; the answer completes with what was kept.
@@ -164,16 +164,10 @@ extension HTTP2ClientConnection {
         return (room, true)
     }
 
-    /// nghttp2 gave `increment` bytes of DATA back to the peer: past `maxDiscardedDataBytes` read
-    /// for nothing, the connection ends (in-flight streams finish `.connectionLost`).
+    /// nghttp2 gave `increment` bytes of DATA back to the peer: past `maxDiscardedDataBytes` of
+    /// them read for nothing, the connection ends (in-flight streams finish `.connectionLost`).
     func sentConnectionWindowUpdate(increment: Int) {
-        guard initialWindowRaiseSent else {
-            initialWindowRaiseSent = true  // the first one raises the window (HTTP2Session.make)
-            return
-        }
-        dataBytesRefilled += increment
-        let discarded = dataBytesRefilled - dataBytesKept
-        guard discarded > Self.maxDiscardedDataBytes, !discardCapReached, let session else { return }
+        guard let discarded = discardedData.refilled(increment), !discardCapReached, let session else { return }
         discardCapReached = true
         lastProtocolError = lastProtocolError ?? "the server sent \(discarded) bytes of DATA no open stream keeps"
         _ = nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
@@ -210,14 +204,8 @@ extension HTTP2ClientConnection {
     func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard var stream = streams.removeValue(forKey: streamID) else { return }
         let result: Result<HTTP2Response, HTTP2StreamFailure>
-        if (stream.responseComplete || stream.responseBodyCut) && stream.status != 0 {
-            // The headers and the body move into the response (a copy would retain both arrays
-            // here and release them again when the stream goes).
-            var headers: [HTTP2HeaderField] = []
-            var body: [UInt8] = []
-            swap(&headers, &stream.headers)
-            swap(&body, &stream.responseBody)
-            result = .success(HTTP2Response(status: stream.status, headers: headers, body: body))
+        if let answer = Self.takeAnswer(of: &stream) {
+            result = .success(answer)
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue || streamID > goAwayLastStreamID {
             result = .failure(.refused)
         } else {
@@ -231,6 +219,19 @@ extension HTTP2ClientConnection {
             while response.headers.popLast() != nil {}
             swap(&spareHeaders, &response.headers)
         }
+    }
+
+    /// The stream's answer once the server has sent all of it (or all that is kept of a cut
+    /// body), whatever else became of the stream: the server answered, so the request was
+    /// processed. The headers and the body move into the response (a copy would retain both
+    /// arrays here and release them again when the stream goes).
+    static func takeAnswer(of stream: inout Stream) -> HTTP2Response? {
+        guard (stream.responseComplete || stream.responseBodyCut) && stream.status != 0 else { return nil }
+        var headers: [HTTP2HeaderField] = []
+        var body: [UInt8] = []
+        swap(&headers, &stream.headers)
+        swap(&body, &stream.responseBody)
+        return HTTP2Response(status: stream.status, headers: headers, body: body)
     }
 
     func readRequestBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int,

@@ -42,8 +42,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// The cap on the bytes of response header names and values kept per stream.
     public static let maxResponseHeaderBytes = 8 * 1024
     /// The most DATA a connection may read for nothing (past a body's cap, or on streams it reset,
-    /// as a peer ignoring RST_STREAM sends); past it the connection ends with GOAWAY
-    /// ENHANCE_YOUR_CALM. Checked as the connection window is refilled (every 8 MiB read).
+    /// as a peer ignoring RST_STREAM sends) out of one refill of its window (every 8 MiB read);
+    /// past it the connection ends with GOAWAY ENHANCE_YOUR_CALM.
     public static let maxDiscardedDataBytes = 4 << 20
     /// The most streams a connection opens at once, whatever the server's
     /// SETTINGS_MAX_CONCURRENT_STREAMS: APNs announces 1000, and a larger value (up to 2^32 - 1
@@ -91,14 +91,11 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?
-    /// Whether the connection was ended for reading more than `maxDiscardedDataBytes` for nothing.
+    /// Whether the connection was ended for reading more than `maxDiscardedDataBytes` of one
+    /// window refill for nothing.
     var discardCapReached = false
-    /// DATA bytes read and given back to the peer (connection WINDOW_UPDATEs after the first,
-    /// which only raises the window), and those of them kept in response bodies: the difference
-    /// is what was read for nothing (DATA past a body's cap, or on streams already reset).
-    var dataBytesRefilled = 0
-    var dataBytesKept = 0
-    var initialWindowRaiseSent = false
+    /// What of the DATA read was kept in response bodies, per refill of the connection window.
+    var discardedData = DiscardedDataMeter(limit: maxDiscardedDataBytes)
     /// The field requests carry a stand-in for until their HEADERS frame leaves, and the one
     /// before it (see `encodeOnce(_:value:)`). No runtime exclusivity check (two per request):
     /// loop thread only, and swapping calls no code of this class.
@@ -368,10 +365,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 for streamID in expiredScratch {
                     // The delegate may close the connection from inside this loop.
                     guard state != .closed, let session else { break }
-                    guard let stream = streams.removeValue(forKey: streamID) else { continue }
+                    guard var stream = streams.removeValue(forKey: streamID) else { continue }
                     _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
                                                   NGHTTP2_CANCEL.rawValue)
-                    delegate?.connection(self, didFinishStream: stream.tag, result: .failure(.timeout))
+                    // Answered while its request body was still going out (a server may answer
+                    // before it reads the body): the answer, not a timeout.
+                    let result: Result<HTTP2Response, HTTP2StreamFailure> =
+                        Self.takeAnswer(of: &stream).map { .success($0) } ?? .failure(.timeout)
+                    delegate?.connection(self, didFinishStream: stream.tag, result: result)
                 }
                 expiredScratch.removeAll(keepingCapacity: true)
                 connection?.flush()
@@ -401,8 +402,11 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         }
         let open = streams.removeAll().sorted { $0.0 < $1.0 }
         let delegate = self.delegate
-        for (_, stream) in open {
-            delegate?.connection(self, didFinishStream: stream.tag, result: .failure(.connectionLost(reason)))
+        for (_, var stream) in open {
+            // A stream whose whole answer arrived (its request body still going out) ends with it.
+            let result: Result<HTTP2Response, HTTP2StreamFailure> =
+                Self.takeAnswer(of: &stream).map { .success($0) } ?? .failure(.connectionLost(reason))
+            delegate?.connection(self, didFinishStream: stream.tag, result: result)
         }
         if LoggingSystem.level <= .debug {
             logger.debug("connection closed", metadata: ["host": host, "port": "\(port)", "reason": reason])

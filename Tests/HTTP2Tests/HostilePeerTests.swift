@@ -13,21 +13,28 @@ struct HostilePeerTests {
         let peer: HostileHTTP2Peer
         let client: TestClient
 
-        init(_ behaviour: HostileHTTP2Peer.Behaviour, maxResponseBodyBytes: Int = 16 * 1024) throws {
+        /// `streamTimeoutNanoseconds` defaults to far beyond the test's waits: no result may come
+        /// from the stream deadline.
+        init(_ behaviour: HostileHTTP2Peer.Behaviour, maxResponseBodyBytes: Int = 16 * 1024,
+             streamTimeoutNanoseconds: UInt64 = 120_000_000_000) throws {
             credentials = try TestCredentials()
             peer = try HostileHTTP2Peer(certificateFile: credentials.files.serverCertificatePath,
                                         privateKeyFile: credentials.files.serverPrivateKeyPath, behaviour: behaviour)
-            // Far beyond the test's waits: no result may come from the stream deadline.
             client = try TestClient(port: peer.port, tls: try TLSClientContext(credentials.clientConfiguration),
-                                    streamTimeoutNanoseconds: 120_000_000_000, maxResponseBodyBytes: maxResponseBodyBytes)
+                                    streamTimeoutNanoseconds: streamTimeoutNanoseconds, maxResponseBodyBytes: maxResponseBodyBytes)
         }
 
-        /// Submits `tags` together (one flush) and expects every one accepted.
-        func submit(_ tags: ClosedRange<UInt64>) async {
+        /// Submits `tags` together (one flush) and expects every one accepted; each request's
+        /// body is `bodyBytes` long when given.
+        func submit(_ tags: ClosedRange<UInt64>, bodyBytes: Int? = nil) async {
             let connection = client.connection
             let accepted = await onLoop(client.loop) {
                 defer { connection.flush() }
-                return tags.filter { connection.submit(testRequest(tag: $0), tag: $0) }.count
+                return tags.filter { tag in
+                    var request = testRequest(tag: tag)
+                    if let bodyBytes { request.body = [UInt8](repeating: 0x61, count: bodyBytes) }
+                    return connection.submit(request, tag: tag)
+                }.count
             }
             #expect(accepted == tags.count)
         }
@@ -133,5 +140,33 @@ extension HostilePeerTests {
         let sent = fixture.peer.observations.dataBytesSent.values.reduce(0, +)
         #expect(sent > HTTP2ClientConnection.maxDiscardedDataBytes)
         #expect(sent <= Int(HTTP2Session.connectionWindowSize) + Int(HTTP2Session.connectionWindowSize) / 2)
+    }
+}
+
+extension HostilePeerTests {
+    /// A server may answer before it has read a request's body (RFC 9113 §8.1). When it does and
+    /// never lets the body finish (no stream window, no RST_STREAM), the stream stays open with
+    /// its whole answer: whether the stream deadline or a lost connection ends it, the answer is
+    /// the result, not a timeout or a lost connection that would send the request again.
+    @Test(arguments: [false, true])
+    func anAnswerThatArrivedBeforeTheBodyWentOutIsTheResult(connectionLost: Bool) async throws {
+        let fixture = try Fixture(.answerBeforeBody(status: 400),
+                                  streamTimeoutNanoseconds: connectionLost ? 120_000_000_000 : 300_000_000)
+        defer { fixture.tearDown() }
+        #expect(try await fixture.client.connect())
+        // Longer than the 64 KiB stream window the peer never opens.
+        await fixture.submit(1...2, bodyBytes: 100_000)
+        #expect(await eventually { fixture.peer.observations.headersReceived == 2 })
+        if connectionLost {
+            fixture.peer.stop()
+        }
+        #expect(await eventually { fixture.client.delegate.finishCount == 2 })
+        for tag in UInt64(1)...2 {
+            guard case .success(let response)? = fixture.client.delegate.result(tag) else {
+                Issue.record("stream \(tag): \(String(describing: fixture.client.delegate.result(tag)))")
+                continue
+            }
+            #expect(response.status == 400)
+        }
     }
 }

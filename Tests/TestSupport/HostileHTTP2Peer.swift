@@ -28,6 +28,10 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         /// Resets the stream with the next of `codes` (in turn, per request), then sends
         /// `closedStreamFlood` more RST_STREAM frames for streams of this connection already closed.
         case resetStreams(codes: [UInt32], closedStreamFlood: Int)
+        /// Answers `:status` with END_STREAM as soon as a request's HEADERS arrive, before its
+        /// body, and never opens a stream's window: a body longer than the initial stream window
+        /// (64 KiB) never finishes, so the client's stream stays open with its whole answer.
+        case answerBeforeBody(status: Int)
         /// Answers the first request of each connection with GOAWAY (NO_ERROR) whose last-stream-id
         /// is below it: nothing on the connection is processed, and nothing else is sent.
         case goAwayBeforeEveryRequest

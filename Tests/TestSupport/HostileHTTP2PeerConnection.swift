@@ -203,6 +203,8 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             let invalidField: [UInt8] = invalidHeaderName ? [0x00, 8] + Array("bad name".utf8) + [1, UInt8(ascii: "x")] : []
             send(frame(.headers, flags: Self.flagEndHeaders, stream: stream, payload: Self.statusBlock(status) + invalidField))
             streaming.append((stream, initialStreamWindow))
+        case .answerBeforeBody(let status):
+            send(frame(.headers, flags: Self.flagEndHeaders | Self.flagEndStream, stream: stream, payload: Self.statusBlock(status)))
         case .resetStreams(let codes, let flood):
             var code: [UInt8] = []
             code.appendBigEndian(codes.isEmpty ? 2 : codes[request % codes.count])
