@@ -91,6 +91,12 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?
+    /// The highest stream whose HEADERS frame went into the connection's output. nghttp2 writes
+    /// new streams' HEADERS in the order of their ids, so a stream above it was never written
+    /// and the server cannot have processed it: if the stream's deadline or a lost connection
+    /// ends it, it ends `.refused` (re-sent without counting as an attempt), not as a request
+    /// the server may have seen. A stream at or below it may have reached the server.
+    var highestWrittenStreamID: Int32 = 0
     /// Whether the connection was ended for reading more than `maxDiscardedDataBytes` of one
     /// window refill for nothing.
     var discardCapReached = false
@@ -370,8 +376,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                                                   NGHTTP2_CANCEL.rawValue)
                     // Answered while its request body was still going out (a server may answer
                     // before it reads the body): the answer, not a timeout.
-                    let result: Result<HTTP2Response, HTTP2StreamFailure> =
-                        Self.takeAnswer(of: &stream).map { .success($0) } ?? .failure(.timeout)
+                    let result: Result<HTTP2Response, HTTP2StreamFailure> = Self.takeAnswer(of: &stream).map { .success($0) }
+                        ?? .failure(streamID > highestWrittenStreamID ? .refused : .timeout)
                     delegate?.connection(self, didFinishStream: stream.tag, result: result)
                 }
                 expiredScratch.removeAll(keepingCapacity: true)
@@ -383,8 +389,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     // MARK: - Closing
 
-    /// Finishes every open stream with `.connectionLost(reason)`, frees the session and tells
-    /// the delegate. Never called from inside an nghttp2 call.
+    /// Finishes every open stream with `.connectionLost(reason)` (with its answer when the whole
+    /// answer arrived; `.refused` when its HEADERS were never written), frees the session and
+    /// tells the delegate. Never called from inside an nghttp2 call.
     func finish(reason: String) {
         guard state != .closed else { return }
         state = .closed
@@ -402,10 +409,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         }
         let open = streams.removeAll().sorted { $0.0 < $1.0 }
         let delegate = self.delegate
-        for (_, var stream) in open {
+        for (streamID, var stream) in open {
             // A stream whose whole answer arrived (its request body still going out) ends with it.
-            let result: Result<HTTP2Response, HTTP2StreamFailure> =
-                Self.takeAnswer(of: &stream).map { .success($0) } ?? .failure(.connectionLost(reason))
+            let result: Result<HTTP2Response, HTTP2StreamFailure> = Self.takeAnswer(of: &stream).map { .success($0) }
+                ?? .failure(streamID > highestWrittenStreamID ? .refused : .connectionLost(reason))
             delegate?.connection(self, didFinishStream: stream.tag, result: result)
         }
         if LoggingSystem.level <= .debug {
@@ -438,9 +445,12 @@ extension HTTP2ClientConnection: TLSConnectionOwner {
     /// request's plain path swapped in (a HEADERS frame finds its path by its stream id).
     func appendSentFrame(_ frame: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
         var plainPath: HTTP2PlainPath?
-        if let streamID = HTTP2FrameLayout.streamID(ofHeadersFrame: frame), let slot = streams.slot(of: streamID) {
-            // Taken in place: reading the field would copy the whole stream, retaining its arrays.
-            plainPath = streams[slot: slot].plainPath.take()
+        if let streamID = HTTP2FrameLayout.streamID(ofHeadersFrame: frame) {
+            highestWrittenStreamID = max(highestWrittenStreamID, streamID)
+            if let slot = streams.slot(of: streamID) {
+                // Taken in place: reading the field would copy the whole stream, retaining its arrays.
+                plainPath = streams[slot: slot].plainPath.take()
+            }
         }
         encodedOnceSwaps.appendSwapping(frame, plainPath: plainPath, to: &output)
     }

@@ -170,3 +170,42 @@ extension HostilePeerTests {
         }
     }
 }
+
+extension HostilePeerTests {
+    /// Streams whose HEADERS never left the client (its output full, the server not reading)
+    /// end `.refused` when the connection is lost or their deadline passes: the server cannot
+    /// have processed them, so they are re-sent without counting as an attempt. The streams
+    /// that were written end as a lost connection or a timeout.
+    @Test(arguments: [false, true])
+    func streamsNeverWrittenEndRefused(connectionLost: Bool) async throws {
+        let fixture = try Fixture(.stopsReading, streamTimeoutNanoseconds: connectionLost ? 120_000_000_000 : 2_000_000_000)
+        defer { fixture.tearDown() }
+        #expect(try await fixture.client.connect())
+        let written: ClosedRange<UInt64> = 1...90
+        await fixture.submit(written, bodyBytes: 256 * 1024)
+        // The server stopped reading: the sockets' buffers fill, then (each flush producing
+        // more of the bodies) the client's own output.
+        let connection = fixture.client.connection
+        #expect(await eventuallyAsync {
+            await onLoop(fixture.client.loop) {
+                connection.flush()
+                return (connection.connection?.pendingOutputCount ?? 0) >= TLSConnection.outputHighWater
+            }
+        })
+        let neverWritten: ClosedRange<UInt64> = 91...95
+        await fixture.submit(neverWritten)
+        if connectionLost {
+            fixture.peer.stop()
+        }
+        #expect(await eventually { fixture.client.delegate.finishCount == 95 })
+        for tag in written {
+            switch fixture.client.delegate.failure(tag) {
+            case .connectionLost? where connectionLost, .timeout? where !connectionLost: break
+            case let other: Issue.record("stream \(tag) (written): \(String(describing: other))")
+            }
+        }
+        for tag in neverWritten {
+            #expect(fixture.client.delegate.failure(tag) == .refused, "stream \(tag) (never written)")
+        }
+    }
+}

@@ -32,6 +32,10 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         /// body, and never opens a stream's window: a body longer than the initial stream window
         /// (64 KiB) never finishes, so the client's stream stays open with its whole answer.
         case answerBeforeBody(status: Int)
+        /// Opens every flow-control window as wide as HTTP/2 allows, then stops reading at the
+        /// first request's HEADERS (answering nothing): what the client writes fills the
+        /// socket's buffers, then its own output, and later requests stay inside its session.
+        case stopsReading
         /// Answers the first request of each connection with GOAWAY (NO_ERROR) whose last-stream-id
         /// is below it: nothing on the connection is processed, and nothing else is sent.
         case goAwayBeforeEveryRequest

@@ -24,6 +24,8 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
     private var input: [UInt8] = []
     private var prefaceSeen = false
     private var open = true
+    /// False once the peer stops reading (``HostileHTTP2Peer/Behaviour/stopsReading``).
+    private var reading = true
     /// Sends nothing more (the connection is broken on purpose and the client is expected to close it).
     private var quiet = false
     /// HEADERS of this stream arrived without END_HEADERS: its CONTINUATION frames follow.
@@ -63,9 +65,22 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
         // SETTINGS_MAX_CONCURRENT_STREAMS (3).
         var settings: [UInt8] = [0, 3]
         settings.appendBigEndian(peer.maxConcurrentStreams)
-        send(frame(.settings, flags: 0, stream: 0, payload: settings))
+        if case .stopsReading = peer.behaviour {
+            // SETTINGS_INITIAL_WINDOW_SIZE (4), and the connection window, at 2^31 - 1.
+            settings += [0, 4]
+            settings.appendBigEndian(UInt32(Int32.max))
+            var increment: [UInt8] = []
+            increment.appendBigEndian(UInt32(Int32.max) - 65_535)
+            send(frame(.settings, flags: 0, stream: 0, payload: settings) + frame(.windowUpdate, flags: 0, stream: 0, payload: increment))
+        } else {
+            send(frame(.settings, flags: 0, stream: 0, payload: settings))
+        }
         var buffer = [UInt8](repeating: 0, count: 16_384)
         while open, !peer.isStopping {
+            if !reading {
+                _ = poll(nil, 0, 20)  // until the peer stops
+                continue
+            }
             if sendSomeData() {
                 if SSL_pending(ssl) == 0 && !isReadable(waitMilliseconds: 0) { continue }
             } else if SSL_pending(ssl) == 0 && !isReadable(waitMilliseconds: 50) {
@@ -104,7 +119,7 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             prefaceSeen = true
         }
         var offset = 0
-        while open, input.count - offset >= 9 {
+        while open, reading, input.count - offset >= 9 {
             let length = Int(input[offset]) << 16 | Int(input[offset + 1]) << 8 | Int(input[offset + 2])
             guard input.count - offset >= 9 + length else { break }
             let type = input[offset + 3], flags = input[offset + 4]
@@ -203,6 +218,8 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             let invalidField: [UInt8] = invalidHeaderName ? [0x00, 8] + Array("bad name".utf8) + [1, UInt8(ascii: "x")] : []
             send(frame(.headers, flags: Self.flagEndHeaders, stream: stream, payload: Self.statusBlock(status) + invalidField))
             streaming.append((stream, initialStreamWindow))
+        case .stopsReading:
+            reading = false
         case .answerBeforeBody(let status):
             send(frame(.headers, flags: Self.flagEndHeaders | Self.flagEndStream, stream: stream, payload: Self.statusBlock(status)))
         case .resetStreams(let codes, let flood):
