@@ -162,6 +162,29 @@ struct TransactionCommitterTests {
         fixture.cluster.setBrokerUp(1)
     }
 
+    /// A rebalance while the transaction coordinator cannot be reached at start: nothing of the
+    /// leaving partition was committed, so its outputs are dropped at once, and the rebalance
+    /// neither waits twice the transaction timeout nor stops the pipeline.
+    @Test func aRevocationBeforeTransactionsAreInitialisedDropsTheOutputsAtOnce() throws {
+        let fixture = try Fixture(brokers: 2, coordinatorDown: true)
+        defer { fixture.close() }
+        let p0 = fixture.partition(0)
+        _ = fixture.record(p0, 0, outputs: 2)
+        fixture.partitions.withLock { $0.removeAll { $0 === p0 } }
+        // Waiting for the committer, it would give up after twice the transaction timeout
+        // (60 s) and fail the pipeline.
+        #expect(fixture.committer.finish(revoking: [p0]))
+        #expect(p0.isRevoked)
+        #expect(p0.committedNextOffset == nil)
+        #expect(fixture.fatal.withLock { $0 } == nil)
+        // Once the coordinator is back, transactions carry on, without the dropped outputs.
+        fixture.cluster.setBrokerUp(1)
+        let p1 = fixture.partition(1)
+        _ = fixture.record(p1, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(30)) { p1.committedNextOffset == 1 })
+        #expect(try fixture.committedValues(count: 1) == ["p1-o0-0"])
+    }
+
     /// After a fatal error an output is no longer buffered; its record must then never
     /// complete, or a transaction still under way could commit its offset without it.
     @Test func anOutputRefusedAfterAFatalErrorKeepsItsRecordIncomplete() throws {

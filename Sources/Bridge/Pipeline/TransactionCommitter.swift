@@ -48,6 +48,9 @@ final class TransactionCommitter: @unchecked Sendable {
         var revocations: [PartitionProgress] = []
         var stopRequested = false
         var isRunning = false
+        /// Whether transactions were initialised: before, no cycle ran and none will run for a
+        /// partition revoked meanwhile.
+        var isInitialized = false
     }
 
     private let producer: KafkaProducer
@@ -119,7 +122,10 @@ final class TransactionCommitter: @unchecked Sendable {
     @discardableResult
     func finish(revoking: [PartitionProgress]) -> Bool {
         let ticket = control.withLock { control -> Int? in
-            guard control.isRunning else { return nil }
+            // Before transactions are initialised (the coordinator not reachable yet) nothing of
+            // these partitions was committed, and the first cycle lists only the partitions
+            // still assigned: their outputs are dropped now, not after a wait for the coordinator.
+            guard control.isRunning, control.isInitialized else { return nil }
             control.requestedCycles += 1
             control.revocations += revoking
             return control.requestedCycles
@@ -168,6 +174,7 @@ final class TransactionCommitter: @unchecked Sendable {
             finished.withLock { $0 = true }
         }
         guard initialize() else { return }
+        control.withLock { $0.isInitialized = true }
         while true {
             let (ticket, revoking, stopping) = control.withLock { control in
                 defer { control.revocations.removeAll() }
