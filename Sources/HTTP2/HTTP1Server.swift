@@ -8,9 +8,10 @@ import Synchronization
 /// Bounds that keep an ``HTTP1Server`` alive under garbage, slow and numerous clients.
 public struct HTTP1ServerLimits: Sendable {
     /// Open connections at most. At the limit, the connection that has waited longest for a
-    /// request of which nothing has arrived (idle between requests, or silent since it
-    /// connected) is closed to make room, so idle clients cannot lock out a health check; when
-    /// every connection is busy with a request, a new one gets a 503 and is closed at once.
+    /// request head (idle between requests, silent since it connected, part of a head sent) or
+    /// lingered longest after its last answer is closed to make room, so idle, trickling or
+    /// never-closing clients cannot lock out a health check; when every connection is busy with
+    /// a request, a new one gets a 503 and is closed at once.
     public var maxConnections: Int
     /// The longest request head (request line and headers); longer ones get a 431.
     public var maxHeadBytes: Int
@@ -95,7 +96,7 @@ public final class HTTP1Server: EventLoopIOHandler, @unchecked Sendable {
     }
 
     /// At the connection limit: closes the connection that has waited longest for a request
-    /// head (nothing or part of one received), if any. Loop thread.
+    /// head (nothing or part of one received) or lingered longest, if any. Loop thread.
     private func closeLongestWaitingConnection() {
         var longest: HTTP1ServerConnection?
         for connection in connections.values {

@@ -36,9 +36,10 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
     private var peerFinished = false
     private static let lingerTime: Duration = .seconds(2)
     /// While the connection waits for a request head (idle between requests, silent since it
-    /// connected, or with part of a head received): the server's order of such waits, so that at
-    /// its connection limit the longest-waiting one can make room, and clients that trickle
-    /// heads cannot hold every slot. Nil while a request is answered.
+    /// connected, or with part of a head received, also one pipelined behind an answer) or
+    /// lingers after its last answer: the server's order of such waits, so that at its
+    /// connection limit the longest-waiting one can make room, and clients that trickle heads or
+    /// never close cannot hold every slot. Nil while a request is answered.
     private(set) var waitingSince: UInt64?
 
     init(fd: Int32, server: HTTP1Server) {
@@ -157,6 +158,7 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         output.removeAll(keepingCapacity: true)
         if closeAfterWrite {
             phase = .lingering
+            waitingSince = server.nextWaitOrder()  // nothing more is answered: it may make room
             shutdown(fd, Int32(SHUT_WR))
             loop.setInterest(fd: fd, .readable)
             arm(Self.lingerTime)
@@ -164,8 +166,8 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         }
         phase = .readingHead
         loop.setInterest(fd: fd, .readable)
+        waitingSince = server.nextWaitOrder()
         if input.isEmpty {
-            waitingSince = server.nextWaitOrder()
             arm(server.limits.idleTimeout, forHead: false)
         } else {
             arm(server.limits.headTimeout)

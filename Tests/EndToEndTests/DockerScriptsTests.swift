@@ -39,11 +39,16 @@ struct DockerScriptsTests {
             .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)"))
         let bridge = try CapturedProcess(BridgeBinary.url, ["run", "--config", config.path])
         let healthcheck = URL(fileURLWithPath: Self.root + "/deploy/docker/healthcheck.sh")
-        func healthy() -> Bool {
-            guard let check = try? CapturedProcess(healthcheck, [], environment: ["APNS_BRIDGE_HTTP_PORT": "\(port)"]) else { return false }
+        func healthy(_ environment: [String: String] = ["APNS_BRIDGE_HTTP_PORT": "\(port)"]) -> Bool {
+            guard let check = try? CapturedProcess(healthcheck, [], environment: environment) else { return false }
             return BridgeBinary.wait(check.process, seconds: 10) == 0
         }
         #expect(waitFor(timeout: .seconds(30), every: .milliseconds(200)) { healthy() }, "\(bridge.errorOutput)")
+        // The listener the shipped configuration takes from APNS_BRIDGE_HTTP_LISTEN, a wildcard
+        // host reached on loopback; a wrong port there fails whatever APNS_BRIDGE_HTTP_PORT says.
+        #expect(healthy(["APNS_BRIDGE_HTTP_LISTEN": "127.0.0.1:\(port)"]))
+        #expect(healthy(["APNS_BRIDGE_HTTP_LISTEN": "0.0.0.0:\(port)", "APNS_BRIDGE_HTTP_PORT": "1"]))
+        #expect(!healthy(["APNS_BRIDGE_HTTP_LISTEN": "0.0.0.0:1", "APNS_BRIDGE_HTTP_PORT": "\(port)"]))
         #expect(bridge.stop() == 0)
         #expect(!healthy())
     }

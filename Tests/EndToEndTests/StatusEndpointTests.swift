@@ -95,6 +95,27 @@ struct StatusEndpointTests {
         bridge.stop()
     }
 
+    /// A consumer whose group went on without it (its session timed out while the brokers were
+    /// unreachable: its partitions are lost) is not ready until the group assigns it again.
+    @Test func readinessFollowsTheGroupMembershipLostAndBack() async throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-lost")
+        defer { bridge.stop() }
+        #expect(await eventually(timeout: .seconds(30)) { bridge.get("/readyz")?.status == 200 })
+
+        environment.kafka.setBrokerDown(1)  // past session.timeout.ms (6 s): the partitions are lost
+        #expect(await eventually(timeout: .seconds(40)) {
+            bridge.get("/readyz")?.body == "the consumer lost its partitions in group status-lost and is rejoining\n"
+        })
+        #expect(bridge.get("/readyz")?.status == 503)
+        #expect(bridge.get("/healthz")?.status == 200)
+
+        environment.kafka.setBrokerUp(1)
+        #expect(await eventually(timeout: .seconds(40)) { bridge.get("/readyz")?.status == 200 })
+        #expect(bridge.samples("apns_bridge_partitions_assigned") == ["": 2])
+    }
+
     /// A loop stuck in a callback turns `/healthz` to 503 naming it; it recovers when the loop does.
     @Test func healthFailsWhileAnEventLoopIsStuck() async throws {
         let environment = try LocalEnvironment(partitions: 1)

@@ -284,6 +284,29 @@ struct HTTP1ServerTests {
         #expect(fixture.server.rejectedConnectionCount == 0)
     }
 
+    /// Clients that never close hold slots the server cannot end at once: one answered with
+    /// `Connection: close` lingers (2 s) to let the answer be read, one that pipelined part of
+    /// a second head behind an answered request waits for the rest (up to the head deadline).
+    /// At the cap either makes room for a health check, the one waiting longest first.
+    @Test(arguments: ["GET /hello HTTP/1.0\r\n\r\n", "GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /hel"])
+    func atTheCapLingeringAndPipelinedConnectionsMakeRoom(sent: String) throws {
+        let fixture = try Fixture(limits: HTTP1ServerLimits(maxConnections: 4, headTimeout: .seconds(120)))
+        defer { fixture.close() }
+        var holding: [HTTPTestClient] = []
+        for _ in 0..<4 {
+            let client = try fixture.client()
+            client.send(sent)
+            #expect(client.readResponse()?.status == 200)   // answered; the connection stays open
+            holding.append(client)
+        }
+        #expect(fixture.server.connectionCount == 4)
+        let health = try fixture.client()
+        health.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(health.readResponse()?.status == 200)
+        #expect(fixture.server.rejectedConnectionCount == 0)
+        #expect(holding[0].waitForClose(), "the longest-waiting connection was not the one closed")
+    }
+
     @Test func closingTheServerClosesItsConnections() throws {
         let fixture = try Fixture()
         let client = try fixture.client()

@@ -190,6 +190,7 @@ extension BridgePipeline {
     func rebalanced(_ event: KafkaRebalanceEvent) {
         switch event {
         case .assigned(let assigned):
+            lostGroup.store(false, ordering: .relaxed)
             joinedGroup.store(true, ordering: .releasing)
             logger.info("partitions assigned", metadata: ["kafka.partitions": describe(assigned)])
             let completion: PartitionProgress.Completion = offsetStores.map { .storeOffsets($0) } ?? .transactional
@@ -210,6 +211,11 @@ extension BridgePipeline {
                 }
             }
         case .revoked(let revoked), .lost(let revoked):
+            if case .lost = event {
+                // Not a member any more until the group takes it back: `/readyz` says so.
+                lostGroup.store(true, ordering: .relaxed)
+                joinedGroup.store(false, ordering: .releasing)
+            }
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
             let leaving = partitions.withLock { map in revoked.compactMap { map.removeValue(forKey: $0) } }
             assignmentGeneration.add(1, ordering: .relaxed)

@@ -30,12 +30,16 @@ extension BridgePipeline {
         consumerLag.withLock { $0 = lag }
     }
 
-    /// `/readyz`: ready once the consumer joined its group and every configured app has a
-    /// connection ready to take notifications; not while stopping.
+    /// `/readyz`: ready while the consumer is a member of its group (from its first
+    /// assignment; not after its partitions were lost until it is assigned again) and every
+    /// configured app has a connection ready to take notifications; not while stopping.
     public var readiness: BridgeReadiness {
         if let reason = fatalReason { return .notReady("stopping after a fatal error: \(reason)") }
         if isStopRequested { return .notReady("stopping") }
         guard joinedGroup.load(ordering: .acquiring) else {
+            if lostGroup.load(ordering: .relaxed) {
+                return .notReady("the consumer lost its partitions in group \(configuration.kafka.groupID) and is rejoining")
+            }
             return .notReady("the consumer has not joined group \(configuration.kafka.groupID) yet")
         }
         let unready = dispatcher.appsWithoutReadyConnection()

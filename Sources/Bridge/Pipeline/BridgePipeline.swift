@@ -55,8 +55,12 @@ public final class BridgePipeline: Sendable {
     private let failed = Atomic<Bool>(false)
     /// Every series of `/metrics` (contract §10).
     public let metrics: BridgeMetrics
-    /// Set by the first assignment: the consumer is a member of its group.
+    /// Whether the consumer is a member of its group: set by an assignment, cleared when its
+    /// partitions are lost (the group went on without it, e.g. after its session timed out)
+    /// until it is assigned partitions again.
     let joinedGroup = Atomic<Bool>(false)
+    /// Whether the consumer has lost its group since it last joined (for `/readyz`'s reason).
+    let lostGroup = Atomic<Bool>(false)
     /// Whether `run()` is between its start and its return (for `/healthz`).
     let consuming = Atomic<Bool>(false)
     /// Monotonic time of the consumer loop's last iteration (for `/healthz`).
