@@ -71,6 +71,8 @@ import Testing
         #"{"token":"\#(CommonShapeRequestReaderTests.tokenA)","payload":{"a":"\#(String(repeating: "x", count: 4100))"}}"#,
         "{\"token\":\"\(CommonShapeRequestReaderTests.tokenA)\",\"payload\":{},\"topic\":\"com.\u{7F}\"}",
         #"{"token":"\#(CommonShapeRequestReaderTests.tokenA)","payload":{},"collapse_id":"\#(String(repeating: "c", count: 65))"}"#,
+        #"{"token":"\#(CommonShapeRequestReaderTests.tokenA)","payload":{},"collapse_id":" c"}"#,
+        #"{"token":"\#(CommonShapeRequestReaderTests.tokenA)","payload":{},"topic":"com.example.chat "}"#,
         #"{"tokens":["\#(CommonShapeRequestReaderTests.tokenA)","\#(CommonShapeRequestReaderTests.tokenB)"],"payload":{},"apns_id":"0e9c3b44-1b8a-4e5b-9c0d-7a1b2c3d4e5f"}"#,
         #"{"token":"\#(CommonShapeRequestReaderTests.tokenA)","payload":{},"push_type":"fax"}"#,
         #"{"token":"\#(CommonShapeRequestReaderTests.tokenA)","payload":{},"environment":"staging"}"#,

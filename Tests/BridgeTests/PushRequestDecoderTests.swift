@@ -178,6 +178,9 @@ import Testing
             ("{\(token),\"payload\":{},\"collapse_id\":\"\(String(repeating: "c", count: 65))\"}", "field \"collapse_id\""),
             ("{\(token),\"payload\":{},\"collapse_id\":\"a\\nb\"}", "field \"collapse_id\""),
             ("{\(token),\"payload\":{},\"topic\":\"\"}", "field \"topic\""),
+            // A value starting or ending with a space is a malformed HTTP/2 header value (RFC 9113).
+            ("{\(token),\"payload\":{},\"collapse_id\":\" thread-42\"}", "field \"collapse_id\""),
+            ("{\(token),\"payload\":{},\"topic\":\"com.example.chat \"}", "field \"topic\": must be a string of 1 to 255 bytes without control characters or surrounding spaces"),
             ("{\(token),\"payload\":{},\"environment\":\"staging\"}", "field \"environment\""),
             ("{\(token),\"payload\":{},\"apns_id\":\"not-a-uuid\"}", "field \"apns_id\""),
             ("{\(token),\"payload\":{},\"apns_id\":\"0E9C3B44-1B8A-4E5B-9C0D-7A1B2C3D4E5\"}", "field \"apns_id\""),

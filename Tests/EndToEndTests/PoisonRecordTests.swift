@@ -86,6 +86,10 @@ struct PoisonRecordTests {
                        name.withUnsafeBytes { KafkaHeader(nameBytes: $0, value: value) }
                    },
                    expected: .deadLetter(code: "invalid_json")),
+            // The producer's own `request-id` header stays, before the bridge's.
+            Record(value: Array("not json, its own request-id".utf8),
+                   headers: [header("request-id", Array("producer-7".utf8)), header("x-trace", [1])],
+                   expected: .deadLetter(code: "invalid_json")),
             // A null header value stays null in the dead letter, apart from an empty one.
             Record(value: Array("not json either".utf8), headers: [header("x-null", nil), header("x-empty", []), header("x-null", nil)],
                    expected: .deadLetter(code: "invalid_json")),
@@ -199,12 +203,14 @@ struct PoisonRecordTests {
                 #expect(letter.key == (dropped == .headersAndKey ? nil : record.key), "record \(offset)")
                 // The request's id when it had a valid one, else the record's position.
                 let requestID = Self.validID(in: record.value) ?? "apns.requests/0/\(offset)"
-                #expect(letter.header("request-id") == Array(requestID.utf8), "record \(offset)")
+                // The bridge's `request-id` is the last header.
+                #expect(letter.headers.last?.name == "request-id", "record \(offset)")
+                #expect(letter.headers.last?.value == Array(requestID.utf8), "record \(offset)")
                 if dropped == .nothing {
-                    // Every original header, in order, its name's bytes and its value (null or
-                    // not) as they were.
-                    let carried = letter.headers.filter { $0.name != "request-id" }
-                    let original = record.headers.filter { $0.name != "request-id" }
+                    // Before it, every original header (a `request-id` too), in order, its
+                    // name's bytes and its value (null or not) as they were.
+                    let carried = Array(letter.headers.dropLast())
+                    let original = record.headers
                     #expect(carried.map(Self.nameBytes) == original.map(Self.nameBytes), "record \(offset)")
                     #expect(carried.map(\.value) == original.map(\.value), "record \(offset)")
                     if record.value == Self.namesNotUTF8Value {  // the bytes the test wrote, not as KafkaHeader read them

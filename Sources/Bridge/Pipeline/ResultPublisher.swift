@@ -136,9 +136,11 @@ final class ResultPublisher: ResultSink {
     /// cut to fit the producer's `message.max.bytes` (contract §5): a dead letter Kafka refused
     /// would stop the partition, and the same record would stop it again after every restart.
     func publishDeadLetter(_ deadLetter: DeadLetter, message: KafkaMessage, context: RequestContext) {
-        // Our `request-id` replaces one the original may carry, so readers see one value.
+        // The original headers as they were, a `request-id` of the producer's too, then ours,
+        // last: a reader taking a header's last value (librdkafka's `rd_kafka_header_get_last`,
+        // Kafka's `Headers.lastHeader`) gets the bridge's.
         let requestIDHeader = [KafkaHeader(name: "request-id", value: Array(context.requestID.utf8))]
-        var headers = message.headers.filter { $0.name != "request-id" } + requestIDHeader
+        var headers = message.headers + requestIDHeader
         var key = message.key
         var budget = deadLetterBudget(key: key, headers: headers)
         if budget < ResultPublisher.minimumDeadLetterBytes {

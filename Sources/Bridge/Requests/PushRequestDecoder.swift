@@ -22,7 +22,8 @@ public struct RegisteredApp: Sendable, Hashable {
 /// Rules beyond the contract's table: a field given as JSON `null` counts as absent; a field
 /// that appears twice at the top level is `invalid_request`; the token count limit applies to
 /// the entries as given (before duplicates are removed); `apns_id` requires exactly one distinct
-/// token (valid or not); `collapse_id` and `topic` must not be empty or hold control characters.
+/// token (valid or not); `collapse_id` and `topic` must not be empty, hold control characters
+/// or start or end with a space.
 public struct PushRequestDecoder: Sendable {
     let appsByName: NamedLookup<RegisteredApp>
     let singleApp: RegisteredApp?
@@ -141,14 +142,14 @@ public struct PushRequestDecoder: Sendable {
         var collapseID: String?
         if let value = fields.collapseID {
             guard let text = value.stringValue, Self.isCollapseID(text) else {
-                throw invalid("collapse_id", "must be a string of 1 to 64 bytes without control characters")
+                throw invalid("collapse_id", "must be a string of 1 to 64 bytes without control characters or surrounding spaces")
             }
             collapseID = text
         }
         var topic = pushType.topic(bundleID: app.bundleID)
         if let value = fields.topic {
             guard let text = value.stringValue, Self.isTopic(text) else {
-                throw invalid("topic", "must be a string of 1 to 255 bytes without control characters")
+                throw invalid("topic", "must be a string of 1 to 255 bytes without control characters or surrounding spaces")
             }
             topic = text
         }
@@ -224,18 +225,20 @@ public struct PushRequestDecoder: Sendable {
         number == 10 || number == 5 || number == 1
     }
 
-    /// `collapse_id`: 1 to 64 bytes without control characters.
+    /// `collapse_id`: 1 to 64 bytes, header-safe.
     static func isCollapseID(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= 64 && isHeaderSafe(text)
     }
 
-    /// `topic`: 1 to 255 bytes without control characters.
+    /// `topic`: 1 to 255 bytes, header-safe.
     static func isTopic(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= 255 && isHeaderSafe(text)
     }
 
-    /// No control characters (they cannot go into an HTTP/2 header value).
+    /// No control characters, and no space first or last: an HTTP/2 header value with either is
+    /// malformed (RFC 9113 §8.2.1), and a server resets its stream, which would be retried as a
+    /// lost connection until the attempts run out instead of refused at once.
     static func isHeaderSafe(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F }
+        text.utf8.first != 0x20 && text.utf8.last != 0x20 && text.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F }
     }
 }
