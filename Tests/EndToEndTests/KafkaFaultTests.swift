@@ -1,3 +1,4 @@
+import APNsSimulator
 import Bridge
 import BridgeLocal
 import Foundation
@@ -80,6 +81,12 @@ struct KafkaFaultTests {
         let scenario = try KafkaFaultScenario(groupID: "fault-produce-retriable")
         defer { scenario.close() }
         try runThroughFault(scenario) { scenario in
+            // The errors meet any client's produce requests, so they are pushed once the test's
+            // own requests are written; APNs answers the second half a second late, so that all
+            // of its results are produced after that (a fast bridge had produced them before).
+            var faults = scenario.environment.simulator.faults
+            faults.latency = .seconds(1)
+            try scenario.environment.simulator.setFaults(faults)
             try scenario.environment.produceRequests(scenario.secondHalf)
             for broker: Int32 in 1...3 {
                 scenario.environment.kafka.pushBrokerRequestErrors(
