@@ -1,5 +1,6 @@
 import CRdKafka
 import Observability
+import Synchronization
 
 /// Owns one `rd_kafka_t` and the ``RDKafkaClientContext`` its callbacks use.
 ///
@@ -18,14 +19,16 @@ final class RDKafkaClient: @unchecked Sendable {
     var pointer: OpaquePointer {
         // invariant: every caller checks its client's own state (a gate, a phase) before it
         // reaches the handle, and `destroy` comes after those are shut.
-        precondition(!isDestroyed, "RDKafkaClient: the librdkafka handle was used after rd_kafka_destroy")
+        precondition(!isDestroyed.load(ordering: .relaxed), "RDKafkaClient: the librdkafka handle was used after rd_kafka_destroy")
         return handle
     }
     private let handle: OpaquePointer
     /// What the callbacks reach through the opaque.
     let context: RDKafkaClientContext
     private let retainedContext: Unmanaged<RDKafkaClientContext>
-    private var isDestroyed = false
+    /// Read on every thread that uses the handle, set once by `destroy` (which may run in the
+    /// `deinit` of whichever thread lets the client go): an atomic, so no read races the write.
+    private let isDestroyed = Atomic<Bool>(false)
 
     /// Creates a client from `properties`, applied in order, and registers the callbacks.
     ///
@@ -61,10 +64,9 @@ final class RDKafkaClient: @unchecked Sendable {
         destroy()
     }
 
-    /// `rd_kafka_destroy`, then releases the context. Idempotent; call from one thread.
+    /// `rd_kafka_destroy`, then releases the context. Idempotent.
     func destroy() {
-        guard !isDestroyed else { return }
-        isDestroyed = true
+        guard !isDestroyed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         rd_kafka_destroy(handle)
         retainedContext.release()
     }
