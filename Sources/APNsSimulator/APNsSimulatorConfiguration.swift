@@ -95,11 +95,14 @@ public struct APNsSimulatorConfiguration: Sendable {
                                   certificateAuthPolicy: clientCAFile == nil ? nil : Self.certificateTopicPolicy)
     }
 
-    /// Certificate auth: `bundleID` (from the client certificate) may push to itself and its
-    /// suffixed topics; no topic means the bundle itself.
+    /// Certificate auth: `bundleID` (from the client certificate) may push to the topics an
+    /// Apple push certificate covers: the bundle itself, its `.voip` and its `.complication`
+    /// topics (other push types, location and Live Activities among them, take token auth); no
+    /// topic means the bundle itself.
     static let certificateTopicPolicy: APNsSimulatorRules.CertificateAuthPolicy = { bundleID, topic in
         guard !bundleID.isEmpty else { return .badCertificate }
         guard let topic else { return nil }
-        return topic == bundleID || topic.hasPrefix(bundleID + ".") ? nil : .topicDisallowed
+        let covered = [bundleID, bundleID + ".voip", bundleID + ".complication"]
+        return covered.contains(topic) ? nil : .topicDisallowed
     }
 }

@@ -25,7 +25,8 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
     /// unanswered, nothing sent) while TCP stays up. What the client sends is dropped unread; the
     /// client's close still ends the connection.
     public var halfOpenAfterStreams: Int?
-    /// Provider tokens older than this are answered 403 ExpiredProviderToken (APNs: 1 hour).
+    /// Provider tokens older than this are answered 403 ExpiredProviderToken (APNs: 1 hour, which
+    /// is also the most it may be).
     public var jwtMaximumAge: Duration?
     /// New connections announce this SETTINGS_MAX_CONCURRENT_STREAMS until their first request
     /// that passes authentication, then the configured maximum (APNs with token auth: 1).
@@ -94,6 +95,11 @@ public struct APNsSimulatorFaults: Sendable, Equatable {
             if let duration, duration < .zero { return "\(name) must not be negative" }
         }
         if latency > Self.maximumLatency { return "latency \(latency) is longer than the maximum of 1 hour" }
+        // The verifier refuses tokens older than APNs' hour whatever this says: a longer age
+        // could only be a promise not kept.
+        if let jwtMaximumAge, jwtMaximumAge > .seconds(3600) {
+            return "jwt-max-age \(jwtMaximumAge) is longer than APNs' own limit of 1 hour"
+        }
         return hostileAnswer?.problem
     }
 

@@ -10,15 +10,16 @@ import Observability
 /// token (Missing/Invalid/Expired, one team per connection; 429 TooManyProviderTokenUpdates when a
 /// connection switches tokens too often under `TokenLimits`); 400 MissingDeviceToken/BadDeviceToken,
 /// InvalidPushType, MissingTopic (token auth), BadTopic (empty, or without the push type's suffix),
-/// BadPriority, BadExpirationDate, BadCollapseId, BadMessageId, PayloadEmpty; 413 PayloadTooLarge;
+/// BadPriority (also 10, or no header, for a background push), BadExpirationDate, BadCollapseId, BadMessageId, PayloadEmpty; 413 PayloadTooLarge;
 /// 410 Unregistered (+ `timestamp` in ms) for configured tokens; otherwise 200. Every answer carries
 /// `apns-id`: the request's, or a generated lowercase UUID v4.
 ///
 /// Verified JWTs are cached (bounded) so ES256 is checked once per token, not per request; cached
 /// tokens are still checked for age and team on every use.
 public final class APNsSimulatorRules: Sendable {
-    /// Decides certificate-auth requests (a connection with a client certificate and no
-    /// `authorization` header): nil accepts, a reason rejects. Certificate auth is a later issue.
+    /// Decides certificate-auth requests (every request on a connection with a client
+    /// certificate; `authorization` is ignored there): nil accepts, a reason rejects. Without a
+    /// policy, such requests are answered 403 MissingProviderToken.
     public typealias CertificateAuthPolicy = @Sendable (_ subject: String, _ topic: String?) -> APNsReason?
 
     private let verifier: JWTVerifier
@@ -120,8 +121,9 @@ public final class APNsSimulatorRules: Sendable {
         let token = request.path.dropFirst(devicePrefix.count)
         if headers.hasDuplicates { return reject(.duplicateHeaders) }
 
-        // 403: authentication.
-        let usesTokenAuth = headers.authorization != nil || connection.clientCertificateSubject == nil
+        // 403: authentication. On a connection with a client certificate, `authorization` is
+        // ignored, as APNs ignores it with certificate auth.
+        let usesTokenAuth = connection.clientCertificateSubject == nil
         if usesTokenAuth {
             if let failure = authenticate(headers.authorization, connection: &connection, limits: tokenLimits) {
                 return reject(failure)
@@ -151,6 +153,9 @@ public final class APNsSimulatorRules: Sendable {
         if let priority = headers.priority, priority != "10", priority != "5", priority != "1" {
             return reject(.badPriority)
         }
+        // Background pushes: "Always use priority 5. Using priority 10 is an error." Without
+        // the header APNs applies 10.
+        if pushType == .background && (headers.priority ?? "10") == "10" { return reject(.badPriority) }
         if let expiration = headers.expiration, !Self.isValidExpiration(expiration) { return reject(.badExpirationDate) }
         if let collapseID = headers.collapseID, collapseID.utf8.count > 64 { return reject(.badCollapseId) }
         if let requestedID = headers.apnsID, !Self.isValidUUID(requestedID) { return reject(.badMessageId) }

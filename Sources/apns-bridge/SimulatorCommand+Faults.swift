@@ -20,7 +20,7 @@ extension SimulatorCommand {
       --stall R            leave a share R of streams unanswered
       --half-open-after N  answer N streams, then stop reading and writing (PINGs included)
                            while the TCP connection stays open (until the client closes it)
-      --jwt-max-age D      answer 403 ExpiredProviderToken to tokens older than D (APNs: 1h)
+      --jwt-max-age D      answer 403 ExpiredProviderToken to tokens older than D (at most APNs' 1h)
       --initial-streams N  announce N concurrent streams until a connection's first request
                            passes authentication, then --max-streams (APNs with tokens: 1)
       --token-update-interval D

@@ -90,8 +90,15 @@ enum SimulatorCommand {
         configuration.clientCAFile = options.value("client-ca")
         configuration.faults = faults
 
-        let simulator = try APNsSimulator(configuration: configuration)
-        try simulator.start()
+        let simulator: APNsSimulator
+        do {
+            simulator = try APNsSimulator(configuration: configuration)
+            try simulator.start()
+        } catch {
+            // Keys, certificates, faults and the address all come from the command line: a
+            // usage error (exit 2). The errors name files, never their contents.
+            throw CommandLineOptions.UsageError(description: "\(error)")
+        }
         let shownHost = host.contains(":") ? "[\(host)]" : host
         CommandLineInterface.write("APNs simulator listening on https://\(shownHost):\(simulator.port)\n", to: 1)
         let stop = DispatchSemaphore(value: 0)

@@ -351,10 +351,16 @@ struct APNsSimulatorFaultTests {
             fixture.request(authorization: nil),
             fixture.request(authorization: nil, topic: nil),
             fixture.request(authorization: nil, topic: sampleTopic + ".voip", pushType: .voip),
+            fixture.request(authorization: nil, topic: sampleTopic + ".complication", pushType: .complication),
+            // With certificate auth APNs ignores `authorization`, a token that is none too.
+            fixture.request(authorization: "bearer not-a-token"),
             fixture.request(authorization: nil, topic: "com.example.other"),
+            // A push certificate covers the bundle, .voip and .complication only.
+            fixture.request(authorization: nil, topic: sampleTopic + ".share"),
+            fixture.request(authorization: nil, topic: sampleTopic + ".location-query", pushType: .location),
         ])
-        #expect(results.map { $0.statusAndReason?.status } == [200, 200, 200, 400])
-        #expect(results.last?.statusAndReason?.reason == .topicDisallowed)
+        #expect(results.map { $0.statusAndReason?.status } == [200, 200, 200, 200, 200, 400, 400, 400])
+        #expect(results.suffix(3).allSatisfy { $0.statusAndReason?.reason == .topicDisallowed })
         await client.stop()
 
         let anonymous = try fixture.client(presentCertificate: false)
@@ -393,7 +399,10 @@ struct APNsSimulatorFaultTests {
         #expect(APNsSimulatorFaults(latency: .seconds(3600)).problem == nil)
         for tooLong in [Duration.seconds(3600) + .nanoseconds(1), .seconds(Int64.max)] {
             #expect(APNsSimulatorFaults(latency: tooLong).problem?.contains("latency") == true)
+            // A token age above APNs' hour could not be kept: the verifier refuses such tokens.
+            #expect(APNsSimulatorFaults(jwtMaximumAge: tooLong).problem?.contains("jwt-max-age") == true)
         }
+        #expect(APNsSimulatorFaults(jwtMaximumAge: .seconds(3600)).problem == nil)
         let fixture = try SimulatorFixture()
         defer { fixture.stop() }
         #expect(throws: APNsSimulatorError.self) { try fixture.simulator.setFaults(APNsSimulatorFaults(halfOpenAfterStreams: 0)) }

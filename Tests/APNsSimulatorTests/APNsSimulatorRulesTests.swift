@@ -94,6 +94,10 @@ import HTTP2
         for priority in ["0", "11", "high", ""] {
             expectRejection(try request(headers: ["apns-priority": priority]), 400, .badPriority)
         }
+        // Background pushes take priority 5 (or 1); 10, also as APNs' default for no header, is an error.
+        expectRejection(try request(headers: ["apns-push-type": "background", "apns-priority": "10"]), 400, .badPriority)
+        expectRejection(try request(headers: ["apns-push-type": "background", "apns-priority": nil]), 400, .badPriority)
+        #expect(answer(try request(headers: ["apns-push-type": "background", "apns-priority": "5"])).status == 200)
         for expiration in ["soon", "-1", "1.5", "", "99999999999999999999"] {
             expectRejection(try request(headers: ["apns-expiration": expiration]), 400, .badExpirationDate)
         }

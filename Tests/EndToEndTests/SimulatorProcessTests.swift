@@ -58,6 +58,16 @@ struct SimulatorProcessTests {
             #expect(result.status == 2, "\(flags)")
             #expect(result.error.contains(message), "\(flags): \(result.error)")
         }
+        // Files the simulator cannot use are usage errors too: a certificate that is not there, a
+        // provider key file that is no PEM public key.
+        let notPEM = directory + "-not-a-key.pem"
+        try "not a key\n".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: notPEM) }
+        for flags in [["--cert", directory + "-missing.pem", "--key", directory + "-missing.key"],
+                      ["--credentials", directory, "--auth-key", "ABC123DEFG:TEAM123456:" + notPEM]] {
+            let result = try BridgeBinary.run(["simulator", "--listen", "127.0.0.1:0"] + flags)
+            #expect(result.status == 2, "\(flags): \(result.error)")
+        }
     }
 
     /// `--listen [::1]:0`: an IPv6 address in brackets, as in a URL.
