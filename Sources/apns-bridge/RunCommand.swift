@@ -57,14 +57,19 @@ enum RunCommand {
         }
         let (timeoutSeconds, timeoutAttoseconds) = configuration.shutdownTimeout.components
         let graceSeconds = Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5
-        let signals = SignalWaiter { signalNumber, count in
+        // The pipeline is held weakly: the handler's block is released by libdispatch on one of
+        // its threads, possibly while the process exits, and the pipeline's last release there
+        // would tear down its clients and TLS contexts while the exit handlers tear down the
+        // libraries' locks (under ThreadSanitizer, a crash in a lock's release from the block's
+        // disposal). Held only here, the pipeline goes on this thread before `main` returns.
+        let signals = SignalWaiter { [weak pipeline] signalNumber, count in
             guard count == 1 else {
                 // A second signal: stop now. Unfinished offsets stay uncommitted.
                 logger.warning("second signal: exiting without draining", metadata: ["signal": "\(signalNumber)"])
                 _exit(1)
             }
             logger.info("stopping on signal", metadata: ["signal": "\(signalNumber)"])
-            pipeline.requestStop()
+            pipeline?.requestStop()
             // Kafka or APNs may not answer at all while draining: never outlive the grace period.
             DispatchQueue.global().asyncAfter(deadline: .now() + graceSeconds) {
                 logger.error("shutdown took longer than shutdown_timeout; exiting without a clean stop")
