@@ -1,4 +1,7 @@
 import CRdKafka
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Which librdkafka properties a user may pass through, and a check of the rest by librdkafka.
 ///
@@ -94,13 +97,45 @@ public enum KafkaPropertyRules {
     /// configured, ...) are of no use there.
     static let offlineCheckExtras: [(name: String, value: String)] = [("log_level", "0")]
 
-    /// Whether librdkafka knows a property of this name (for consumers or producers). Asked of
-    /// a scratch configuration; nothing connects.
+    /// Whether librdkafka knows a property of this name (for consumers or producers), with or
+    /// without a leading `topic.`: librdkafka's own list of properties
+    /// (`rd_kafka_conf_properties_show`) names it, or a scratch configuration has a value for
+    /// it. The value alone does not tell: librdkafka 2.0.2 answers "unknown" for a text property
+    /// without a default (`ssl.ca.location`, `sasl.username`). Nothing connects.
     public static func isKnown(_ name: String) -> Bool {
+        let known = documentedNames
+        if known.contains(name) { return true }
+        if name.hasPrefix(topicPrefix), known.contains(String(name.dropFirst(topicPrefix.count))) { return true }
         // invariant: rd_kafka_conf_new only returns NULL when out of memory.
         let conf = rd_kafka_conf_new()!
         defer { rd_kafka_conf_destroy(conf) }
         var size = 0
         return rd_kafka_conf_get(conf, name, nil, &size) != RD_KAFKA_CONF_UNKNOWN
+    }
+
+    /// The names of librdkafka's documented global and topic properties, read once.
+    static let documentedNames: Set<String> = {
+        var buffer: UnsafeMutablePointer<CChar>?
+        var size = 0
+        guard let stream = open_memstream(&buffer, &size) else { return [] }
+        rd_kafka_conf_properties_show(stream)
+        fclose(stream)
+        guard let buffer else { return [] }
+        defer { free(buffer) }
+        return propertyNames(inTable: String(decoding: UnsafeRawBufferPointer(start: buffer, count: size), as: UTF8.self))
+    }()
+
+    /// The names in the first column of `rd_kafka_conf_properties_show`'s tables: rows of
+    /// `name | C/P | range | default | importance | description`, under a header row and a rule.
+    static func propertyNames(inTable text: String) -> Set<String> {
+        var names: Set<String> = []
+        for line in text.split(separator: "\n") {
+            guard let bar = line.firstIndex(of: "|") else { continue }
+            let cell = line[..<bar].drop { $0 == " " }
+            let name = cell.prefix { $0 != " " }
+            guard !name.isEmpty, name != "Property", !name.hasPrefix("-"), cell.dropFirst(name.count).allSatisfy({ $0 == " " }) else { continue }
+            names.insert(String(name))
+        }
+        return names
     }
 }

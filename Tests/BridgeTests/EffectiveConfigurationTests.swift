@@ -91,4 +91,33 @@ import Testing
         #expect(printed.components(separatedBy: "\"<redacted>\"").count - 1 == 5)
         #expect(printed.contains("linger.ms: \"7\"") || printed.contains("linger.ms: 7"))
     }
+
+    /// Properties librdkafka knows are shown as given, also text properties without a default,
+    /// which librdkafka 2.0.2 reports as unknown when their value is read.
+    @Test func knownPropertiesWithoutADefaultAreShownAsGiven() throws {
+        let configuration = try BridgeConfiguration.parse(yaml: """
+        kafka: {brokers: k:9092, consumer: {ssl.ca.location: /etc/ssl/ca.pem, sasl.username: svc-apns, client.rack: eu-west-1a,
+                group.instance.id: bridge-0, topic.message.timeout.ms: 1000}}
+        apps: [{name: a, bundle_id: b, auth: {type: certificate, cert_file: c.pem, key_file: k.pem}}]
+        """, environment: [:])
+        let printed = configuration.effectiveYAML()
+        for shown in ["/etc/ssl/ca.pem", "svc-apns", "eu-west-1a", "bridge-0", "1000"] {
+            #expect(printed.contains(shown), "\(shown) redacted")
+        }
+        #expect(!printed.contains(BridgeConfiguration.redacted))
+        #expect(BridgeConfiguration.isSecretKafkaProperty("sasl.pasword"))
+        #expect(BridgeConfiguration.isSecretKafkaProperty("topic.no.such.property"))
+    }
+
+    /// A `${…}` reference in a property that holds no secret names its variable when unset.
+    @Test func anUnsetVariableInAKnownPropertyIsNamed() {
+        #expect {
+            _ = try BridgeConfiguration.parse(yaml: """
+            kafka: {brokers: k:9092, consumer: {ssl.ca.location: "${KAFKA_CA_FILE}"}}
+            apps: [{name: a, bundle_id: b, auth: {type: certificate, cert_file: c.pem, key_file: k.pem}}]
+            """, environment: [:])
+        } throws: { error in
+            "\(error)".contains("KAFKA_CA_FILE") && "\(error)".contains("kafka.consumer.ssl.ca.location")
+        }
+    }
 }
