@@ -64,6 +64,9 @@ enum CommandLineInterface {
     static func loadConfiguration(_ options: CommandLineOptions) throws -> BridgeConfiguration {
         let environment = ProcessEnvironment.variables
         let path = options.value("config") ?? environment["APNS_BRIDGE_CONFIG"] ?? "config/bridge.yaml"
+        guard path != BridgeConfiguration.notUTF8EnvironmentValue else {
+            throw ConfigurationError(keyPath: "", message: "environment variable APNS_BRIDGE_CONFIG is not valid UTF-8")
+        }
         let configuration = try BridgeConfiguration.load(path: path, environment: environment)
         LoggingSystem.bootstrap(level: configuration.log.level, format: configuration.log.format)
         return configuration
@@ -84,14 +87,18 @@ enum CommandLineInterface {
 }
 
 /// The process environment as a dictionary (for `${VAR}` expansion and `$APNS_BRIDGE_CONFIG`).
+/// A value that is not UTF-8 is not read with its bytes replaced: it stands as
+/// ``BridgeConfiguration/notUTF8EnvironmentValue``, which a `${VAR}` reference refuses by name.
 enum ProcessEnvironment {
     static var variables: [String: String] {
         var result: [String: String] = [:]
         var pointer = environ
         while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(entry).assumingMemoryBound(to: UInt8.self), count: strlen(entry))
+            if let equals = bytes.firstIndex(of: UInt8(ascii: "=")),
+               let name = String(validating: bytes[..<equals], as: UTF8.self) {
+                let value = String(validating: bytes[(equals + 1)...], as: UTF8.self)
+                result[name] = value ?? BridgeConfiguration.notUTF8EnvironmentValue
             }
             pointer += 1
         }

@@ -181,6 +181,25 @@ struct CheckCommandTests {
         #expect(!(output + errorOutput).contains("wrong passphrase\""))
     }
 
+    /// An environment variable whose bytes are not UTF-8 is refused by name where a `${…}` uses
+    /// it, never expanded with its bytes replaced (a passphrase would silently change); in a
+    /// passphrase only the key is named.
+    @Test func anEnvironmentVariableThatIsNotUTF8IsRefusedWhereItIsUsed() throws {
+        let credentials = try Credentials()
+        defer { credentials.directory.remove() }
+        let config = try TemporaryFile(contents: credentials.yaml(passphrase: "${PASS}", caFile: #""${CA_DIR}/ca.pem""#))
+        let script = #"CA_DIR="$(printf "$2"'\344')" PASS="$(printf 'p\344sswort')" exec "$0" check --config "$1""#
+        let refused = try BridgeBinary.runThroughShell(script, [BridgeBinary.url.path, config.path, credentials.directory.path])
+        #expect(refused.status == 2, "\(refused.error)")
+        #expect(refused.error.contains("apns.ca_file: environment variable CA_DIR is not valid UTF-8"), "\(refused.error)")
+        // The CA's reference is correct UTF-8 once the variable is: the passphrase is named next.
+        let second = try BridgeBinary.runThroughShell(#"CA_DIR="$2" PASS="$(printf 'p\344sswort')" exec "$0" check --config "$1""#,
+                                                      [BridgeBinary.url.path, config.path, credentials.directory.path])
+        #expect(second.status == 2, "\(second.error)")
+        #expect(second.error.contains("a ${…} reference in a secret value names an environment variable that is not valid UTF-8"), "\(second.error)")
+        #expect(!second.error.contains("PASS") && !second.error.contains("sswort"), "\(second.error)")
+    }
+
     /// config/demo.yaml against the credentials `apns-bridge simulator --credentials` generates.
     @Test func theShippedDemoConfigurationChecksAgainstTheSimulatorsCredentials() throws {
         let scratch = try ScratchDirectory(prefix: "apns-bridge-demo")

@@ -5,6 +5,12 @@ import Observability
 import YAML
 
 extension BridgeConfiguration {
+    /// What an environment passed to ``load(path:environment:)`` or ``parse(yaml:environment:)``
+    /// holds for a variable whose value is not UTF-8: a `${VAR}` naming it is refused, rather than
+    /// expanded with its bytes replaced (a passphrase would silently change). No real value can
+    /// be equal: it holds a NUL, which the environment's C strings cannot.
+    public static let notUTF8EnvironmentValue = "\u{0}value that is not UTF-8"
+
     /// The largest configuration file read (a real one is a few KB).
     public static let maximumFileBytes = 4 << 20
 

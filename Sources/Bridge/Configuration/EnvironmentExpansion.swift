@@ -6,6 +6,9 @@
 /// plain text: one holding `${` (a nested reference, which the shell would expand) is an error
 /// rather than text taken up to the first `}`.
 ///
+/// A variable whose value is not UTF-8 (``BridgeConfiguration/notUTF8EnvironmentValue``) is an
+/// error naming it, never text with its bytes replaced.
+///
 /// The errors of a secret value (a passphrase, a librdkafka password) name the key only: the
 /// text between `${` and `}` is part of the secret when the reference is mistyped.
 enum EnvironmentExpansion {
@@ -38,6 +41,10 @@ enum EnvironmentExpansion {
                                                : "invalid environment variable name \"\(name)\" in ${…}")
             }
             let value = environment[String(name)]
+            if value == BridgeConfiguration.notUTF8EnvironmentValue {
+                throw node.error(node.isSecret ? "a ${…} reference in a secret value names an environment variable that is not valid UTF-8"
+                                               : "environment variable \(name) is not valid UTF-8")
+            }
             if let fallback {
                 output += (value?.isEmpty ?? true) ? String(fallback) : value ?? ""
             } else if let value {
