@@ -216,6 +216,20 @@ import Testing
         }
     }
 
+    /// A PING interval or timeout under a second (`60ms` written for `60s`) would flood APNs
+    /// with PINGs or replace healthy connections: refused, naming the key.
+    @Test func pingDurationsUnderASecondAreRefused() throws {
+        for key in ["ping_interval", "ping_timeout"] {
+            let accepted = try BridgeConfiguration.parse(yaml: Self.minimal + "\napns: {\(key): 1s}\n", environment: [:])
+            #expect(key == "ping_interval" ? accepted.apns.pingInterval == .seconds(1) : accepted.apns.pingTimeout == .seconds(1))
+            for value in ["60ms", "999ms"] {
+                let error = try #require(parseError(Self.minimal + "\napns: {\(key): \(value)}\n"), "\(key) \(value)")
+                #expect(error.keyPath == "apns.\(key)")
+                #expect(error.message == "expected a duration of at least 1s, got \"\(value)\"")
+            }
+        }
+    }
+
     @Test func unknownKeysAreNamedWithTheirFullPath() throws {
         let cases: [(String, String)] = [
             (Self.minimal + "\nextra: 1\n", "extra"),

@@ -48,7 +48,7 @@ struct APNsRetryEndToEndTests {
         try environment.produceRequests(requests(30))
 
         let runner = try BackgroundPipeline(configuration: try environment.configuration(
-            groupID: "e2e-ping", connections: 1, apns: "ping_interval: 200ms\n  ping_timeout: 300ms\n  " + Self.retry))
+            groupID: "e2e-ping", connections: 1, apns: "ping_interval: 1s\n  ping_timeout: 1s\n  " + Self.retry))
         defer { runner.stop() }
         let results = try readResults(environment, count: 30)
         let metrics = runner.pipeline.metrics.registry.render()

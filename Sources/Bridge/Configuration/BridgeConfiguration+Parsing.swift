@@ -130,6 +130,9 @@ extension BridgeConfiguration {
         }
     }
 
+    /// The shortest `apns.ping_interval` and `apns.ping_timeout` accepted.
+    static let minimumPingDuration = (value: Duration.seconds(1), text: "1s")
+
     static func parseAPNs(_ node: ConfigurationNode?) throws(ConfigurationError) -> APNsSettings {
         var apns = APNsSettings()
         guard let node else { return apns }
@@ -138,8 +141,11 @@ extension BridgeConfiguration {
         if let value = section.optional("sandbox_url") { apns.sandboxURL = try parseEndpoint(value) }
         if let value = section.optional("ca_file") { apns.caFile = try value.optionalString() }
         if let value = section.optional("request_timeout") { apns.requestTimeout = try value.duration() }
-        if let value = section.optional("ping_interval") { apns.pingInterval = try value.duration() }
-        if let value = section.optional("ping_timeout") { apns.pingTimeout = try value.duration() }
+        // A PING every few milliseconds (`60ms` written for `60s`) would flood APNs, and a PING
+        // timeout under a second would replace healthy connections whenever the network is slow:
+        // both are refused.
+        if let value = section.optional("ping_interval") { apns.pingInterval = try value.duration(minimum: Self.minimumPingDuration) }
+        if let value = section.optional("ping_timeout") { apns.pingTimeout = try value.duration(minimum: Self.minimumPingDuration) }
         if let retryNode = section.optional("retry") {
             let retry = try retryNode.mapping(allowed: ["max_attempts", "initial_backoff", "max_backoff"])
             if let value = retry.optional("max_attempts") { apns.retry.maxAttempts = try value.integer(minimum: 1, maximum: 100) }

@@ -80,14 +80,18 @@ struct ConfigurationNode {
     /// parses) would overflow that arithmetic and stop the process.
     static let maximumDuration = Duration.seconds(24 * 3600)
 
-    /// A positive duration written `250ms`, `10s`, `5m` or `1h`, at most ``maximumDuration``.
-    func duration() throws(ConfigurationError) -> Duration {
+    /// A positive duration written `250ms`, `10s`, `5m` or `1h`, at most ``maximumDuration``
+    /// and, when given, at least `minimum` (written as `minimumText` in the error).
+    func duration(minimum: (value: Duration, text: String)? = nil) throws(ConfigurationError) -> Duration {
         let expected = "a positive duration such as 250ms, 10s, 5m or 1h"
         let text = try scalarText(expected: expected)
         guard let duration = DurationText.parse(text), duration > .zero else {
             throw error("expected \(expected), \(got(text))")
         }
         guard duration <= Self.maximumDuration else { throw error("expected a duration of at most 24h, \(got(text))") }
+        if let minimum, duration < minimum.value {
+            throw error("expected a duration of at least \(minimum.text), \(got(text))")
+        }
         return duration
     }
 
