@@ -36,7 +36,8 @@ ENV APNS_BRIDGE_CONFIG=/etc/apns-bridge/bridge.yaml
 ENV LD_PRELOAD=libjemalloc.so.2
 # http.listen (/metrics, /healthz, /readyz): config/bridge.yaml listens on
 # ${APNS_BRIDGE_HTTP_LISTEN:-127.0.0.1:9464}; in the container on every interface, or the exposed
-# port could not be scraped. A configuration of one's own decides its address itself.
+# port could not be scraped. A configuration of one's own decides its address itself; the health
+# check asks the address this variable names, so set it to that address too (docs/OPERATIONS.md).
 ENV APNS_BRIDGE_HTTP_LISTEN=0.0.0.0:9464
 EXPOSE 9464
 ENTRYPOINT ["/usr/local/bin/apns-bridge-entrypoint"]
