@@ -167,6 +167,33 @@ struct APNsClientHostilePeerTests {
         #expect(seen.headersReceived > 5 * 4, "\(seen)")
         #expect(seen.goAwaysSent >= 4 && seen.connectionsAccepted <= seen.goAwaysSent + 1, "\(seen)")
     }
+
+    /// A whole answer that came before the request's body went out (the peer answers 503 at the
+    /// HEADERS and never opens the stream's window) stays with its open stream. When the client
+    /// shuts down then, the 503 is not reported as the notification's final failure after one
+    /// attempt: nothing is sent again at shutdown, so it ends unanswered ("client is shutting
+    /// down"), as the notifications still waiting do, and the bridge leaves its record
+    /// uncommitted. Once its attempts are used up, the 503 is the result as ever.
+    @Test(arguments: [5, 1])
+    func aRetriableAnswerStillOnItsStreamAtShutdownEndsUnanswered(maxAttempts: Int) async throws {
+        let fixture = try Fixture(.answerBeforeBody(status: 503), maxAttempts: maxAttempts)
+        defer { fixture.tearDown() }
+        var notifications = batch(0..<1)
+        // Longer than the 64 KiB stream window the peer never opens.
+        notifications[0].notification.payload = Array(repeating: UInt8(ascii: " "), count: 100_000)
+        fixture.client.send(notifications)
+        #expect(await eventually { fixture.peer.observations.headersReceived == 1 })
+        #expect(fixture.recorder.callCount == 0)
+        fixture.client.shutdown()
+        #expect(await eventually { fixture.recorder.callCount == 1 })
+        fixture.expectResults(1, attempts: 1) { outcome in
+            switch outcome {
+            case .failure(.connectionLost(let reason)): maxAttempts > 1 && reason == APNsDeliveryStateMachine.shutdownReason
+            case .response(let response): maxAttempts == 1 && response.status == 503
+            default: false
+            }
+        }
+    }
 }
 
 extension APNsDeliveryResult.Outcome {

@@ -126,16 +126,22 @@ extension APNsConnectionPool {
                 perform(member.machine.streamTimedOut(now: now.nanoseconds), on: member)
             }
         }
-        var disposition = APNsAnswerDisposition.of(answer, afterGoAway: connection.receivedGoAway)
-        if isShuttingDown { disposition = .final }
-        if case .retry(.expiredProviderToken) = disposition, let generation = flight.tokenGeneration {
-            tokenProvider?.reportExpired(generation: generation)
-        }
-        switch delivery.streamFinished(&flight.entry, answer: consume answer, disposition: disposition, now: now) {
-        case .finish(let final):
-            finish(flight.entry, final)
-        case .retry(let cause, _):
-            observer?.apnsRetrying(cause)
+        let disposition = APNsAnswerDisposition.of(answer, afterGoAway: connection.receivedGoAway)
+        if isShuttingDown {
+            // Nothing is sent again: even a whole answer (one that came before the request's
+            // body went out) that would be retried ends unanswered, as the rest do.
+            let result = delivery.streamFinishedAtShutdown(&flight.entry, answer: consume answer, disposition: disposition)
+            finish(flight.entry, result)
+        } else {
+            if case .retry(.expiredProviderToken) = disposition, let generation = flight.tokenGeneration {
+                tokenProvider?.reportExpired(generation: generation)
+            }
+            switch delivery.streamFinished(&flight.entry, answer: consume answer, disposition: disposition, now: now) {
+            case .finish(let final):
+                finish(flight.entry, final)
+            case .retry(let cause, _):
+                observer?.apnsRetrying(cause)
+            }
         }
         if member.connection === connection {
             closeIfIdleAndUnusable(member, connection)

@@ -179,7 +179,7 @@ final class APNsConnectionPool: @unchecked Sendable {
         if isShuttingDown {
             for pending in batch {
                 finish(APNsDeliveryStateMachine.Entry(pending),
-                       APNsDeliveryResult(outcome: .failure(.connectionLost("client is shutting down")), attempts: 0))
+                       APNsDeliveryResult(outcome: .failure(.connectionLost(APNsDeliveryStateMachine.shutdownReason)), attempts: 0))
             }
             return
         }
@@ -359,7 +359,7 @@ final class APNsConnectionPool: @unchecked Sendable {
             perform(member.machine.shutdown(), on: member)
         }
         for entry in delivery.removeAll() {
-            finish(entry, APNsDeliveryResult(outcome: .failure(.connectionLost("client is shutting down")),
+            finish(entry, APNsDeliveryResult(outcome: .failure(.connectionLost(APNsDeliveryStateMachine.shutdownReason)),
                                              attempts: entry.attempts))
         }
         refreshStateCounts()

@@ -1,3 +1,5 @@
+import HTTP2
+
 /// The pool's bookkeeping of notifications, apart from sockets: one queue of notifications
 /// waiting for a stream, the retries waiting for their time, attempts, expiry.
 ///
@@ -203,6 +205,28 @@ struct APNsDeliveryStateMachine {
         retries.insert(entry, dueAt: dueAt)
         return .retry(cause, dueAt: dueAt)
     }
+
+    /// A stream ended with `answer` after the pool began to shut down, when nothing is sent
+    /// again: an answer that would be retried ends as the shutdown ends every notification not yet
+    /// answered (connection lost, "client is shutting down"), so its caller leaves it unanswered;
+    /// one that is final, or whose attempts are used up, is reported as it would be otherwise.
+    func streamFinishedAtShutdown(_ entry: inout Entry, answer: consuming APNsAnswer,
+                                  disposition: APNsAnswerDisposition) -> APNsDeliveryResult {
+        guard case .retry(let cause) = disposition else {
+            entry.attempts += 1
+            return Entry.result(of: answer, attempts: entry.attempts)
+        }
+        if cause.countsAsAttempt {
+            entry.attempts += 1
+            if entry.attempts >= configuration.maxAttempts {
+                return Entry.result(of: answer, attempts: entry.attempts)
+            }
+        }
+        return APNsDeliveryResult(outcome: .failure(.connectionLost(Self.shutdownReason)), attempts: entry.attempts)
+    }
+
+    /// The lost connection's reason of the notifications a shutdown ends unanswered.
+    static let shutdownReason = "client is shutting down"
 
     /// Time passes: due retries join the queue; waiting notifications whose `expiration` passed
     /// are returned to report.

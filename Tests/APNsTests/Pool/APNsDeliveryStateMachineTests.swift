@@ -251,4 +251,33 @@ import Testing
         #expect(delivery.queuedCount == 1_000)
         #expect(delivery.queueStorageCount <= 2 * 1_000 + 4_096 + 100)
     }
+
+    /// At shutdown nothing is sent again: an answer that would be retried (a 503, a lost
+    /// connection, a refused stream) ends as a lost connection "client is shutting down", which
+    /// the bridge leaves unanswered; a final answer, or one that used the last attempt, is reported
+    /// as ever.
+    @Test func atShutdownARetriableAnswerEndsUnansweredUnlessItWasTheLastAttempt() {
+        let delivery = machine(maxAttempts: 2)
+        let cases: [(answer: APNsAnswer, attemptsBefore: Int, attempts: Int, unanswered: Bool)] = [
+            (Self.unavailable, 0, 1, true),
+            (.failure(.refused), 0, 0, true),
+            (.failure(.connectionLost("reset")), 0, 1, true),
+            (Self.unavailable, 1, 2, false),
+            (.response(APNsResponse(status: 200)), 0, 1, false),
+            (.response(APNsResponse(status: 400, reason: .badDeviceToken)), 0, 1, false),
+        ]
+        for (answer, attemptsBefore, attempts, unanswered) in cases {
+            var entry = APNsDeliveryStateMachine.Entry(pendingNotification(tag: 1))
+            entry.attempts = attemptsBefore
+            let result = delivery.streamFinishedAtShutdown(&entry, answer: answer,
+                                                           disposition: .of(answer, afterGoAway: false))
+            #expect(result.attempts == attempts && entry.attempts == attempts, "\(answer)")
+            if case .failure(.connectionLost(let reason)) = result.outcome, reason == APNsDeliveryStateMachine.shutdownReason {
+                #expect(unanswered, "\(answer)")
+            } else {
+                #expect(!unanswered, "\(answer): \(result.outcome)")
+            }
+        }
+        #expect(delivery.queuedCount == 0 && delivery.retryingCount == 0)
+    }
 }
