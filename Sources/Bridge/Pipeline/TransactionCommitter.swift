@@ -27,8 +27,6 @@ final class TransactionCommitter: @unchecked Sendable {
     struct Settings: Sendable {
         /// A transaction is committed at most this long after outputs were released.
         var interval: Duration = .milliseconds(100)
-        /// ... or as soon as this many outputs are released.
-        var maxOutputs: Int = 20_000
         /// Bound on each blocking transaction call.
         var timeoutMilliseconds: Int32 = 30_000
         /// Consecutive aborted attempts of one batch before the pipeline gives up.
