@@ -48,10 +48,11 @@ enum SendCommand {
         }
         for (option, field) in [("priority", "priority"), ("expiration", "expiration")] {
             if let value = options.value(option) {
-                guard Int64(value) != nil else {
+                // The number as read, not the text given: `+5` and `0999` are not JSON numbers.
+                guard let number = Int64(value) else {
                     throw CommandLineOptions.UsageError(description: "--\(option) must be a whole number, got '\(value)'")
                 }
-                json += ",\"\(field)\":" + value
+                json += ",\"\(field)\":" + String(number)
             }
         }
         json += "}"

@@ -254,6 +254,15 @@ struct CommandLineTests {
         #expect(json["token"] as? String == token)
         #expect(json["status"] as? Int == 200)
 
+        // Numbers are sent as read: `+5` and `0999` are whole numbers to the options, not JSON numbers.
+        let signed = try BridgeBinary.run([
+            "send", "--config", configFile.path, "--token", token, "--payload", #"{"aps":{"content-available":1}}"#,
+            "--push-type", "background", "--priority", "+5", "--expiration", "0999",
+        ])
+        #expect(signed.status != 2, "\(signed.error)")
+        let signedResult = try #require(try JSONSerialization.jsonObject(with: Data(signed.output.utf8)) as? [String: Any])
+        #expect(signedResult["outcome"] as? String == "expired", "\(signed.output)")
+
         // A payload that is not one JSON value on its own never reaches the request: text
         // that would add fields of its own, or an error placed in the payload's own terms.
         for (payload, expected) in [(#"{"aps":{}},"id":"INJECTED""#, "line 1, column 11"), ("", "line 1, column 1")] {
