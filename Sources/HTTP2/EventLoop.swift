@@ -344,6 +344,7 @@ extension EventLoop {
     /// descriptor number is ignored thanks to a generation number in the epoll token.
     /// - Throws: ``HTTP2Error`` if `epoll_ctl` fails.
     package func register(fd: Int32, interest: IOInterest, handler: EventLoopIOHandler) throws {
+        preconditionInEventLoop()
         let generation = nextGeneration
         nextGeneration = nextGeneration == UInt32.max - 1 ? 1 : nextGeneration + 1
         var event = epoll_event()
@@ -355,6 +356,7 @@ extension EventLoop {
 
     /// Changes the events watched for a registered descriptor (no system call if unchanged).
     func setInterest(fd: Int32, _ interest: IOInterest) {
+        preconditionInEventLoop()
         guard let registration = registrations[fd], registration.interest != interest else { return }
         var event = epoll_event()
         event.events = interest.epollEvents
@@ -389,6 +391,7 @@ extension EventLoop {
 
     /// Stops watching `fd` and releases its handler. Call before closing the descriptor.
     package func unregister(fd: Int32) {
+        preconditionInEventLoop()
         guard registrations.removeValue(forKey: fd) != nil else { return }
         var event = epoll_event()
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)
@@ -398,6 +401,7 @@ extension EventLoop {
     ///
     /// The caller avoids duplicates (it keeps its own "flush scheduled" flag). Loop thread only.
     package func scheduleFlush(_ handler: EventLoopFlushable) {
+        preconditionInEventLoop()
         flushQueue.append(handler)
     }
 }

@@ -208,6 +208,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// - Returns: false (nothing submitted) when the connection is not ready or no stream slot
     ///   is free.
     public func submit(_ request: HTTP2Request, tag: UInt64) -> Bool {
+        loop.preconditionInEventLoop()
         guard canSubmit, let session else { return false }
         let streamID = HeaderBlock.withRequestHeaders(authority: authority, request: request) { block in
             submitRequest(session, block, hasBody: !request.body.isEmpty)
@@ -221,6 +222,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// `HeaderBlock.addPath` goes out as a plain literal (``HTTP2PlainPath``).
     package func submit(tag: UInt64, body: [UInt8], fieldCount: Int, byteCount: Int,
                         writeFields: (inout HeaderBlock) -> Void) -> Bool {
+        loop.preconditionInEventLoop()
         guard canSubmit, let session else { return false }
         let (streamID, plainPath) = HeaderBlock.withRequestHeaders(
             authority: authority, fieldCount: fieldCount, byteCount: byteCount, encodedOnce: encodedOnceSwaps.current,
@@ -238,6 +240,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// (``HTTP2EncodedOnceSwaps``). nil goes back to encoding the field per request. The same
     /// value again costs a comparison. Loop thread.
     package func encodeOnce(_ name: StaticString, value: String?) {
+        loop.preconditionInEventLoop()
         encodedOnceSwaps.encode(name, value: value)
     }
 
@@ -266,12 +269,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
 
     /// Writes what was submitted (call once per batch of `submit`s). Loop thread.
     public func flush() {
+        loop.preconditionInEventLoop()
         connection?.flush()
     }
 
     /// Sends a PING (keep-alive). Loop thread. Returns false when the connection is not open.
     @discardableResult
     public func ping() -> Bool {
+        loop.preconditionInEventLoop()
         guard let session, state == .ready || state == .goingAway || state == .waitingForSettings else { return false }
         guard nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) == 0 else { return false }
         connection?.flush()
@@ -281,6 +286,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// Sends GOAWAY and closes; every open stream finishes `.connectionLost`, then
     /// `connectionDidClose`. Loop thread.
     public func close() {
+        loop.preconditionInEventLoop()
         switch state {
         case .closed:
             return

@@ -93,6 +93,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
 
     /// Registers with the loop and starts connecting / handshaking. Loop thread.
     package func start() {
+        loop.preconditionInEventLoop()
         let initial: IOInterest = state == .connecting ? .writable : .readable
         do {
             try loop.register(fd: fd, interest: initial, handler: self)
@@ -108,6 +109,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
 
     /// Produces and writes pending HTTP/2 output now (deferred when inside an nghttp2 call).
     package func flush() {
+        loop.preconditionInEventLoop()
         guard state == .open, !ioSuspended else { return }
         if inSessionCall {
             flushDeferred = true
@@ -131,6 +133,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     /// Closes the connection. `graceful` first writes what is pending (e.g. a GOAWAY) if the
     /// socket takes it right away, and sends a TLS close_notify.
     package func close(reason: String, graceful: Bool) {
+        loop.preconditionInEventLoop()
         guard state != .closed else { return }
         if ioSuspended {
             teardown(reason: reason, graceful: false)
