@@ -8,24 +8,24 @@ import Glibc
 /// than race the loop inside nghttp2 or the socket's state. Each case runs in a child process
 /// whose setup, if it failed, would exit 0 and fail the test.
 @Suite struct LoopConfinementTests {
+    /// A connection on a loop of its own, never connected; exits 0 if either cannot be made.
+    static func unconnectedConnection() -> HTTP2ClientConnection {
+        guard let loop = try? EventLoop(name: "confined"),
+              let tls = try? TLSClientContext(TLSClientConfiguration()) else { exit(0) }
+        return HTTP2ClientConnection(host: "127.0.0.1", port: 9, tls: tls, loop: loop,
+                                     delegate: RecordingDelegate(), streamTimeoutNanoseconds: 1_000_000_000)
+    }
+
     @Test func closingAConnectionOffItsLoopStopsTheProcess() async {
         await #expect(processExitsWith: .failure) {
-            guard let loop = try? EventLoop(name: "confined"),
-                  let tls = try? TLSClientContext(TLSClientConfiguration()) else { exit(0) }
-            let connection = HTTP2ClientConnection(host: "127.0.0.1", port: 9, tls: tls, loop: loop,
-                                                   delegate: RecordingDelegate(), streamTimeoutNanoseconds: 1_000_000_000)
-            connection.close()
+            LoopConfinementTests.unconnectedConnection().close()
             exit(0)
         }
     }
 
     @Test func submittingOffTheLoopStopsTheProcess() async {
         await #expect(processExitsWith: .failure) {
-            guard let loop = try? EventLoop(name: "confined"),
-                  let tls = try? TLSClientContext(TLSClientConfiguration()) else { exit(0) }
-            let connection = HTTP2ClientConnection(host: "127.0.0.1", port: 9, tls: tls, loop: loop,
-                                                   delegate: RecordingDelegate(), streamTimeoutNanoseconds: 1_000_000_000)
-            _ = connection.submit(HTTP2Request(path: "/3/device/x", headers: [], body: []), tag: 1)
+            _ = LoopConfinementTests.unconnectedConnection().submit(HTTP2Request(path: "/3/device/x", headers: [], body: []), tag: 1)
             exit(0)
         }
     }
