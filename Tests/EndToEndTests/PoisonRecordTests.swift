@@ -126,6 +126,15 @@ struct PoisonRecordTests {
             Record(key: [UInt8](repeating: 0x6B, count: 300_000), value: Array("not json".utf8),
                    headers: [header("x-big", [UInt8](repeating: 0x61, count: 299_900))],
                    expected: .deadLetter(code: "invalid_json", dropped: .headers)),
+            // Headers of 592,000 bytes leave the value less than its 8 KiB, but a short dead
+            // letter still fits whole: nothing is dropped. A 20 KB one does not: the headers go
+            // and the value stays whole.
+            Record(key: Array("near-limit".utf8), value: Array("not json, near the limit".utf8),
+                   headers: (0..<4).map { header("x-near-\($0)", [UInt8](repeating: 0x62, count: 148_000)) },
+                   expected: .deadLetter(code: "invalid_json")),
+            Record(key: Array("near-limit-long".utf8), value: [UInt8](repeating: 0x7A, count: 20_000),
+                   headers: (0..<4).map { header("x-near-\($0)", [UInt8](repeating: 0x62, count: 148_000)) },
+                   expected: .deadLetter(code: "invalid_json", dropped: .headers)),
         ]
         // Ordinary requests after them: all delivered.
         for index in 100..<120 {

@@ -143,19 +143,26 @@ final class ResultPublisher: ResultSink {
         var headers = message.headers + requestIDHeader
         var key = message.key
         var budget = deadLetterBudget(key: key, headers: headers)
+        var value: [UInt8] = []
         if budget < ResultPublisher.minimumDeadLetterBytes {
-            // Key and headers alone nearly fill a record (possible only near the limit): the
-            // original headers go first, then the key; the value always fits.
-            headers = requestIDHeader
-            budget = deadLetterBudget(key: key, headers: headers)
-            if budget < ResultPublisher.minimumDeadLetterBytes {
-                key = nil
-                budget = deadLetterBudget(key: nil, headers: headers)
+            // Key and headers alone nearly fill a record (possible only near the limit). When the
+            // whole dead letter still fits, it goes as it is; otherwise the original headers go
+            // first, then the key, so that the value has its room.
+            ResultRecordEncoder.appendDeadLetter(deadLetter, source: context.source, original: message.value, to: &value)
+            if value.count > budget {
+                value = []
+                headers = requestIDHeader
+                budget = deadLetterBudget(key: key, headers: headers)
+                if budget < ResultPublisher.minimumDeadLetterBytes {
+                    key = nil
+                    budget = deadLetterBudget(key: nil, headers: headers)
+                }
             }
         }
-        var value: [UInt8] = []
-        ResultRecordEncoder.appendDeadLetter(
-            deadLetter, source: context.source, original: message.value, maximumBytes: budget, to: &value)
+        if value.isEmpty {
+            ResultRecordEncoder.appendDeadLetter(
+                deadLetter, source: context.source, original: message.value, maximumBytes: budget, to: &value)
+        }
         value.withUnsafeBytes {
             produce(topic: deadLetterTopic, fields: .owned(key: key, headers: headers), value: $0, context: context)
         }
