@@ -64,6 +64,21 @@ import Testing
         #expect(parseError("  brokers: b\n  topics: [\(longest)]\n  results_topic: a.b_c-9") == nil)
     }
 
+    /// The group id and app names go into the one-line reasons `/readyz` answers with, logs and
+    /// metric labels: a line break or another control character in one is refused, naming the key.
+    @Test func namesWithControlCharactersAreRefused() throws {
+        let groupID = try #require(parseError("  brokers: b\n  group_id: \"bridge\\nHTTP/1.1 200 OK\""))
+        #expect(groupID.keyPath == "kafka.group_id")
+        #expect(groupID.message.contains("control characters"), "\(groupID.message)")
+        for name in ["\"chat\\r\"", "\"a\\tb\"", "\"x\\u007F\""] {
+            let yaml = "kafka: {brokers: b}\napps:\n  - {name: \(name), bundle_id: com.x, auth: {type: token, key_file: k, key_id: ABC123DEFG, team_id: TEAM123456}}\n"
+            let appName = try #require(parseError(yaml: yaml), "\(name)")
+            #expect(appName.keyPath == "apps[0].name")
+        }
+        // Spaces and letters beyond ASCII are names like any other.
+        #expect(parseError("  brokers: b\n  group_id: \"bridge group é\"") == nil)
+    }
+
     /// A mistyped `${…}` inside a secret shows neither the text between the braces (part of the
     /// secret) nor the secret around it.
     @Test func aBrokenReferenceInASecretIsNotEchoed() throws {

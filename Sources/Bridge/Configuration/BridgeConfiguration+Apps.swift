@@ -23,7 +23,7 @@ extension BridgeConfiguration {
 
     static func parseApp(_ node: ConfigurationNode) throws(ConfigurationError) -> AppSettings {
         let section = try node.mapping(allowed: ["name", "bundle_id", "environment", "connections", "auth"])
-        let name = try section.required("name").string()
+        let name = try section.required("name").name()
         let bundleNode = try section.required("bundle_id")
         let bundleID = try bundleNode.string()
         guard bundleID.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {

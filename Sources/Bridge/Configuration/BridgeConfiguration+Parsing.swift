@@ -84,7 +84,7 @@ extension BridgeConfiguration {
         let brokers = try brokersNode.stringList()
         if brokers.isEmpty { throw brokersNode.error("at least one broker is required") }
         var kafka = KafkaSettings(brokers: brokers.joined(separator: ","))
-        if let value = section.optional("group_id") { kafka.groupID = try value.string() }
+        if let value = section.optional("group_id") { kafka.groupID = try value.name() }
         if let value = section.optional("results_topic") { kafka.resultsTopic = try value.topicName() }
         if let value = section.optional("invalid_tokens_topic") { kafka.invalidTokensTopic = try value.topicName() }
         if let value = section.optional("dead_letter_topic") { kafka.deadLetterTopic = try value.topicName() }

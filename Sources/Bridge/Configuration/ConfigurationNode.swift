@@ -48,6 +48,16 @@ struct ConfigurationNode {
         return text
     }
 
+    /// A non-empty string without control characters: a name that goes into logs, metric
+    /// labels and the one-line reasons of the health endpoints.
+    func name() throws(ConfigurationError) -> String {
+        let text = try string()
+        guard text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+            throw error("must not contain control characters (a line break, a tab…)")
+        }
+        return text
+    }
+
     /// A string, or nil for null or an empty expansion.
     func optionalString() throws(ConfigurationError) -> String? {
         if node.isNull { return nil }
