@@ -139,6 +139,23 @@ struct CommandLineTests {
         #expect(errorOutput.contains("kafka.group_idd"))
     }
 
+    /// Contract §9: without `--config` or `$APNS_BRIDGE_CONFIG`, the configuration is
+    /// `config/bridge.yaml` in the working directory.
+    @Test func withoutConfigOrItsVariableTheDefaultPathIsRead() throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let script = #"cd "$0" && unset APNS_BRIDGE_CONFIG && exec "$1" check"#
+        let missing = try BridgeBinary.runThroughShell(script, [directory.path, BridgeBinary.url.path])
+        #expect(missing.status == 2)
+        #expect(missing.error.contains("config/bridge.yaml"), "\(missing.error)")
+        try FileManager.default.createDirectory(atPath: directory.file("config"), withIntermediateDirectories: true)
+        try "kafka: {brokers: localhost:9092, group_id_default_path: x}\n".write(
+            toFile: directory.file("config/bridge.yaml"), atomically: true, encoding: .utf8)
+        let found = try BridgeBinary.runThroughShell(script, [directory.path, BridgeBinary.url.path])
+        #expect(found.status == 2)
+        #expect(found.error.contains("kafka.group_id_default_path"), "\(found.error)")
+    }
+
     @Test func checkHasLibrdkafkaValidateEveryPassedThroughPropertyWithoutConnecting() throws {
         func check(_ kafkaExtra: String, command: String = "check") throws -> (Int32, String) {
             let configFile = try TemporaryFile(contents: """

@@ -1,10 +1,11 @@
 import APNs
 import APNsSimulator
-import Bridge
+@testable import Bridge
 import BridgeLocal
 import Foundation
 import HTTP2
 import Kafka
+import Observability
 import Testing
 import TestSupport
 
@@ -132,6 +133,34 @@ struct StatusEndpointTests {
         let body = bridge.get("/healthz")?.body ?? ""
         release.signal()
         #expect(body.hasPrefix("event loop \(stuck.name) has not answered for"), "\(body)")
+        #expect(await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 200 })
+    }
+
+    /// A consumer thread stuck inside `poll` (here in its statistics callback, as it would be
+    /// in a log write to a full pipe) turns `/healthz` to 503 saying so; it recovers when the
+    /// thread goes round again.
+    @Test func healthFailsWhileTheConsumerLoopIsStuck() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-consumer", stallThreshold: .seconds(2))
+        defer { bridge.stop() }
+        #expect(await eventually { bridge.get("/healthz")?.status == 200 })
+
+        let release = DispatchSemaphore(value: 0)
+        let blocked = Locked(false)
+        bridge.pipeline.consumer.statisticsHandler = { _ in
+            // Deliberately blocks the consumer thread, the first time only.
+            let first = blocked.withLock { wasBlocked in
+                defer { wasBlocked = true }
+                return !wasBlocked
+            }
+            if first { release.wait() }
+        }
+        let unhealthy = await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 503 }
+        #expect(unhealthy)
+        let body = bridge.get("/healthz")?.body ?? ""
+        release.signal()
+        #expect(body.hasPrefix("the consumer loop has not polled for"), "\(body)")
         #expect(await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 200 })
     }
 
