@@ -90,6 +90,13 @@ struct YAMLTreeBuilder {
                     value = ""
                 }
                 let style: YAMLScalarStyle = scalar.style == YAML_PLAIN_SCALAR_STYLE ? .plain : .quoted
+                if style == .plain, event.end_mark.line > event.start_mark.line {
+                    // Almost always a key whose colon was left out (`passphrase hunter2` under
+                    // `cert_file: x` reads as `cert_file: "x passphrase hunter2"`): refused, and
+                    // not echoed, since what follows the missing colon may be a secret.
+                    throw YAMLError(line: position.line, column: position.column,
+                                    problem: "an unquoted value goes on over the next line (a colon missing there?); quote a value that spans lines")
+                }
                 try attach(.scalar(value: value, style: style, position: position))
             case YAML_SEQUENCE_START_EVENT:
                 if event.data.sequence_start.anchor != nil { throw Self.anchorError(position) }

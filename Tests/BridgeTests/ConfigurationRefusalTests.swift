@@ -103,6 +103,37 @@ import Testing
         #expect(plain.message == "environment variable BROKERS is not set")
     }
 
+    /// A secret written without the colon after its name (`passphrase hunter2`) is part of a
+    /// key, or of the value before it: the error names the place without the text that follows.
+    @Test func aSecretWithoutItsColonIsNotEchoed() throws {
+        for entry in ["passphrase hunter2", "passphrase=hunter2", "passphrase\thunter2"] {
+            let flow = "kafka: {brokers: b}\napps:\n  - {name: a, bundle_id: b.c, auth: {type: certificate, p12_file: /x.p12, \(entry)}}\n"
+            let error = try #require(parseError(yaml: flow), "\(entry)")
+            #expect(error.keyPath == "apps[0].auth.passphrase…", "\(error)")
+            #expect(!"\(error)".contains("hunter2"), "\(error)")
+        }
+        let kafka = try #require(parseError("  brokers: b\n  producer: {sasl.password SuperKafkaSecret}"))
+        #expect(kafka.keyPath == "kafka.producer.sasl.password…")
+        #expect(!"\(kafka)".contains("SuperKafkaSecret"), "\(kafka)")
+        // In block style, indented further, the line reads as the end of the value above it;
+        // at the same indentation it is a YAML error that does not quote it either.
+        for indent in ["    ", ""] {
+            let block = """
+            kafka: {brokers: b}
+            apps:
+              - name: legacy
+                bundle_id: com.example.legacy
+                auth:
+                  type: certificate
+                  p12_file: /x.p12
+                  \(indent)passphrase hunter2
+            """
+            let error = try #require(parseError(yaml: block))
+            #expect(!"\(error)".contains("hunter2"), "\(error)")
+            if !indent.isEmpty { #expect(error.message.contains("colon missing"), "\(error)") }
+        }
+    }
+
     /// librdkafka hands a name it does not know for the client to the topic configuration,
     /// without a leading `topic.`: `topic.auto.offset.reset` would set `auto.offset.reset`.
     @Test func aReservedPropertyBehindTheTopicPrefixIsRefused() throws {

@@ -173,6 +173,11 @@ struct ConfigurationNode {
         var result: [String: String] = [:]
         for entry in entries {
             let key = entry.key.scalarValue ?? ""
+            guard Self.shownKey(key) == key else {
+                throw ConfigurationError(keyPath: "\(path).\(Self.shownKey(key))",
+                                         message: "a property name has no spaces, '=' or ':' (a colon missing after the name?)",
+                                         line: entry.key.line)
+            }
             let value = child(entry.value, path: "\(path).\(key)", isSecret: BridgeConfiguration.isSecretKafkaProperty(key))
             guard case .scalar = entry.value, !entry.value.isNull else {
                 throw value.error("expected a string, number or boolean, \(value.got())")
@@ -189,14 +194,24 @@ struct ConfigurationNode {
             guard case .mapping(let items, _) = node else { throw error("expected a mapping, \(got())") }
             for item in items {
                 let key = item.key.scalarValue ?? ""
-                let keyPath = path.isEmpty ? key : "\(path).\(key)"
                 guard allowed.contains(key) else {
-                    throw ConfigurationError(keyPath: keyPath, message: "unknown key", line: item.key.line)
+                    let shown = Self.shownKey(key)
+                    let keyPath = path.isEmpty ? shown : "\(path).\(shown)"
+                    let message = shown == key ? "unknown key" : "unknown key (a colon missing after the name?)"
+                    throw ConfigurationError(keyPath: keyPath, message: message, line: item.key.line)
                 }
                 entries[key] = item.value
             }
         }
         return ConfigurationMapping(parent: self, entries: entries)
+    }
+
+    /// A key as errors show it: up to its first space, tab, `=` or `:`. A key with one of those
+    /// is a name and its value without the colon between them (`{passphrase hunter2}`), and what
+    /// follows the name may be a secret.
+    static func shownKey(_ key: String) -> String {
+        guard let cut = key.firstIndex(where: { $0 == " " || $0 == "\t" || $0 == "=" || $0 == ":" }) else { return key }
+        return String(key[..<cut]) + "…"
     }
 
     func child(_ node: YAMLNode, path: String, isSecret: Bool = false) -> ConfigurationNode {
