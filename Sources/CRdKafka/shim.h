@@ -87,11 +87,12 @@ static inline uint64_t apnsb_rd_kafka_message_tag(const rd_kafka_message_t *mess
     return (uint64_t)(uintptr_t)message->_private;
 }
 
-/* One error (with no added round-trip time) for the next request of `api_key` that broker
-   `broker_id` of a mock cluster receives: rd_kafka_mock_broker_push_request_error_rtts is variadic. */
+/* One error, answered `rtt_ms` late, for the next request of `api_key` that broker `broker_id`
+   of a mock cluster receives: rd_kafka_mock_broker_push_request_error_rtts is variadic. */
 static inline rd_kafka_resp_err_t apnsb_rd_kafka_mock_broker_push_request_error(
-    rd_kafka_mock_cluster_t *cluster, int32_t broker_id, int16_t api_key, rd_kafka_resp_err_t error) {
-    return rd_kafka_mock_broker_push_request_error_rtts(cluster, broker_id, api_key, 1, error, 0);
+    rd_kafka_mock_cluster_t *cluster, int32_t broker_id, int16_t api_key, rd_kafka_resp_err_t error,
+    int32_t rtt_ms) {
+    return rd_kafka_mock_broker_push_request_error_rtts(cluster, broker_id, api_key, 1, error, rtt_ms);
 }
 
 #endif

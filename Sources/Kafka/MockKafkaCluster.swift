@@ -109,11 +109,12 @@ public final class MockKafkaCluster: @unchecked Sendable {
     }
 
     /// Makes the next `errors.count` requests with `apiKey` that broker `id` receives fail with
-    /// these error codes, in order; other brokers answer normally.
-    public func pushBrokerRequestErrors(broker id: Int32, apiKey: Int16, errors: [Int32]) {
+    /// these error codes, in order, each answered `rttMilliseconds` late; other brokers answer
+    /// normally.
+    public func pushBrokerRequestErrors(broker id: Int32, apiKey: Int16, errors: [Int32], rttMilliseconds: Int32 = 0) {
         for error in errors {
             _ = try? withCluster {
-                apnsb_rd_kafka_mock_broker_push_request_error($0, id, apiKey, rd_kafka_resp_err_t(rawValue: error))
+                apnsb_rd_kafka_mock_broker_push_request_error($0, id, apiKey, rd_kafka_resp_err_t(rawValue: error), rttMilliseconds)
             }
         }
     }

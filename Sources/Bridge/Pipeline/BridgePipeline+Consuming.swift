@@ -44,9 +44,10 @@ extension BridgePipeline {
             let limit = configuration.limits.maxInFlight
             let room = max(0, limit - inFlight)
             // Poll for more only when everything polled so far was admitted; otherwise poll one
-            // record at most, so the group still sees this member alive while it waits for room.
+            // record at most, so the group still sees this member alive while it waits for room
+            // (or, exactly once, for its transactions to be initialised).
             let wanted = waiting.isEmpty ? waiting.pollSize(room: room) : 1
-            let timeout: Int32 = waiting.isEmpty || inFlight >= limit ? 100 : 0
+            let timeout: Int32 = waiting.isEmpty || inFlight >= limit || !transactionsReady ? 100 : 0
             do {
                 try consumer.poll(maxMessages: wanted, timeoutMilliseconds: timeout) { record in
                     let progress = progressCache.progress(
@@ -96,10 +97,14 @@ extension BridgePipeline {
         }
     }
 
-    /// Whether another record may be admitted: work under `limit`, no stop, no fatal error.
+    /// Whether another record may be admitted: work under `limit`, no stop, no fatal error, and
+    /// exactly once, transactions initialised.
     private func canAdmit(limit: Int) -> Bool {
-        inFlight < limit && !isStopRequested && !hasFailed
+        inFlight < limit && !isStopRequested && !hasFailed && transactionsReady
     }
+
+    /// At least once, always; exactly once, whether the committer initialised its transactions.
+    private var transactionsReady: Bool { committer?.isReady ?? true }
 
     /// Processes one record, lets `waiting` learn the work it caused (for sizing polls) and
     /// records the peak of in-flight work.
@@ -293,6 +298,11 @@ extension BridgePipeline {
     /// backlog stays in Kafka, not in memory, until a connection opens again.
     func applyBackpressure() {
         let limit = configuration.limits.maxInFlight
+        if !transactionsReady {
+            // Nothing is admitted before transactions are initialised: fetching waits too.
+            pauseAssignedPartitions()
+            return
+        }
         if dispatcher.everyEndpointUnreachable {
             if !pausedWhileUnreachable.exchange(true, ordering: .relaxed) {
                 logger.warning("APNs unreachable: fetching paused until a connection opens", metadata: [

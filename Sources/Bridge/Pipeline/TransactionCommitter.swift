@@ -51,6 +51,8 @@ final class TransactionCommitter: @unchecked Sendable {
         var isInitialized = false
     }
 
+    /// Whether transactions were initialised (set once, read by the consumer loop per record).
+    private let initialized = Atomic<Bool>(false)
     private let producer: KafkaProducer
     private let consumer: KafkaConsumer
     private let publisher: ResultPublisher
@@ -152,6 +154,12 @@ final class TransactionCommitter: @unchecked Sendable {
         callsEndBy.store(deadline, ordering: .relaxed)
     }
 
+    /// Whether transactions were initialised, so that outputs can be committed. Until then the
+    /// pipeline admits nothing: a notification sent to APNs before an initialisation that then
+    /// fails for good (an authorisation the broker refuses) would be sent again after every
+    /// restart. Any thread.
+    var isReady: Bool { initialized.load(ordering: .acquiring) }
+
     /// Whether no committer thread runs (before `start`, or after it ended).
     var hasEnded: Bool { finished.withLock { $0 } }
 
@@ -173,6 +181,7 @@ final class TransactionCommitter: @unchecked Sendable {
         }
         guard initialize() else { return }
         control.withLock { $0.isInitialized = true }
+        initialized.store(true, ordering: .releasing)
         while true {
             let (ticket, revoking, stopping) = control.withLock { control in
                 defer { control.revocations.removeAll() }
