@@ -29,6 +29,8 @@ public final class APNsTokenProvider: Sendable {
     private struct State {
         var machine: APNsTokenStateMachine
         var invalidTokenLogged = false
+        /// The newest token generation logged as called expired too soon.
+        var expiredTooSoonLogged: UInt64 = 0
     }
 
     private let signer: JWTSigner
@@ -102,6 +104,15 @@ public final class APNsTokenProvider: Sendable {
         return state.withLock { state in
             guard let current = state.machine.current, current.jwt == token else { return true }
             return state.machine.expiredProviderToken(generation: current.generation, now: now)
+        }
+    }
+
+    /// True the first time for token `generation`: APNs called it expired although it was signed
+    /// on APNs' own demand less than 20 minutes before (log it once per token).
+    public func shouldLogExpiredTooSoon(generation: UInt64) -> Bool {
+        state.withLock { state in
+            defer { state.expiredTooSoonLogged = max(state.expiredTooSoonLogged, generation) }
+            return state.expiredTooSoonLogged < generation
         }
     }
 

@@ -186,6 +186,47 @@ private func startSimulator(_ environment: ClientEnvironment, faults: APNsSimula
         #expect((simulator.statistics.answersByStatus[403] ?? 0) >= 1)
     }
 
+    /// A token signed on APNs' demand and called expired again (a clock off by more than APNs
+    /// allows): no new one may be signed within 20 minutes, so the notification ends at once with
+    /// APNs' answer, not after `max_attempts` sends of a token APNs refuses.
+    @Test(.timeLimit(.minutes(1)))
+    func aFreshTokenCalledExpiredAgainEndsTheNotificationWithoutResending() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try startSimulator(environment, faults: APNsSimulatorFaults(jwtMaximumAge: .seconds(1)))
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder)
+        defer { client.shutdown() }
+        client.start()
+        // The first token expires; the one signed on APNs' demand delivers the second notification.
+        client.send(batch(0..<1))
+        #expect(await eventually { recorder.callCount >= 1 })
+        let firstIssuedAt = try #require(environment.tokenProvider.issuedAt)
+        #expect(await eventually(timeout: .seconds(10)) { Timestamp.nowMilliseconds() / 1000 >= firstIssuedAt + 2 })
+        client.send(batch(1..<2))
+        #expect(await eventually { recorder.callCount >= 2 })
+        expectDelivered(recorder, 0..<2)
+        let forcedIssuedAt = try #require(environment.tokenProvider.issuedAt)
+        #expect(forcedIssuedAt > firstIssuedAt)
+
+        // Then that one expires too: one request, one final answer.
+        #expect(await eventually(timeout: .seconds(10)) { Timestamp.nowMilliseconds() / 1000 >= forcedIssuedAt + 2 })
+        let requestsBefore = simulator.statistics.requestsReceived
+        client.send(batch(2..<3))
+        #expect(await eventually { recorder.callCount >= 3 })
+        let result = try #require(recorder.snapshot[2]?.first?.result)
+        guard case .response(let response) = result.outcome else {
+            Issue.record("expected APNs' answer, got \(result)")
+            return
+        }
+        #expect(response.status == 403)
+        #expect(response.reason == .expiredProviderToken)
+        #expect(result.attempts == 1)
+        #expect(simulator.statistics.requestsReceived == requestsBefore + 1)
+        #expect(environment.tokenProvider.issuedAt == forcedIssuedAt)
+    }
+
     /// A client of two connections against a simulator that enforces Apple's per-connection rule
     /// on provider tokens (429 TooManyProviderTokenUpdates for a change within 20 minutes), both
     /// on one test clock.

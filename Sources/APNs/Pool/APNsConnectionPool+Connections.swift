@@ -126,15 +126,23 @@ extension APNsConnectionPool {
                 perform(member.machine.streamTimedOut(now: now.nanoseconds), on: member)
             }
         }
-        let disposition = APNsAnswerDisposition.of(answer, afterGoAway: connection.receivedGoAway)
+        var disposition = APNsAnswerDisposition.of(answer, afterGoAway: connection.receivedGoAway)
         if isShuttingDown {
             // Nothing is sent again: even a whole answer (one that came before the request's
             // body went out) that would be retried ends unanswered, as the rest do.
             let result = delivery.streamFinishedAtShutdown(&flight.entry, answer: consume answer, disposition: disposition)
             finish(flight.entry, result)
         } else {
-            if case .retry(.expiredProviderToken) = disposition, let generation = flight.tokenGeneration {
-                tokenProvider?.reportExpired(generation: generation)
+            if case .retry(.expiredProviderToken) = disposition, let generation = flight.tokenGeneration,
+               let tokenProvider, !tokenProvider.reportExpired(generation: generation) {
+                // The token was signed on APNs' own demand minutes ago and is called expired again
+                // (a clock off by an hour?): Apple allows no new one within 20 minutes, and
+                // sending with the same one would only be refused again. Final, as if retries ran out.
+                disposition = .final
+                if tokenProvider.shouldLogExpiredTooSoon(generation: generation) {
+                    logger.error("APNs calls a provider token signed minutes ago expired; check this host's clock",
+                                 metadata: ["apns.pool": name, "apns.key_id": tokenProvider.keyID])
+                }
             }
             switch delivery.streamFinished(&flight.entry, answer: consume answer, disposition: disposition, now: now) {
             case .finish(let final):
