@@ -203,6 +203,55 @@ struct TransactionCommitterTests {
         #expect(progress.takeReleased() == nil)
     }
 
+    /// A revocation while a failed batch waits out its backoff commits the leaving partition's
+    /// released work at once, rather than dropping it for the new owner to send to APNs again.
+    @Test func aRevocationDuringARetryBackoffCommitsWhatTheLeavingPartitionReleased() throws {
+        var settings = TransactionCommitter.Settings()
+        settings.retryBackoff = .seconds(20)
+        let fixture = try Fixture(committerSettings: settings)
+        defer { fixture.close() }
+        // The first transaction fails with an abortable error (TOPIC_AUTHORIZATION_FAILED).
+        fixture.cluster.pushRequestErrors(apiKey: MockKafkaCluster.APIKey.addPartitionsToTransaction, errors: [29])
+        let p1 = fixture.partition(1)
+        _ = fixture.record(p1, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { fixture.committer.transactionCounts.aborted == 1 })
+
+        fixture.partitions.withLock { $0.removeAll { $0 === p1 } }
+        #expect(fixture.committer.finish(revoking: [p1]))
+        #expect(p1.committedNextOffset == 1)
+        #expect(fixture.fatal.withLock { $0 } == nil)
+        #expect(try fixture.committedValues(count: 1) == ["p1-o0-0"])
+    }
+
+    /// When that attempt fails too, the leaving partition's share of the batch is dropped: no
+    /// later transaction carries its outputs or its offset, which belong to the new owner.
+    @Test func aRevokedPartitionsShareOfAFailedBatchIsNeverCommittedLater() throws {
+        var settings = TransactionCommitter.Settings()
+        settings.retryBackoff = .seconds(1)
+        let fixture = try Fixture(committerSettings: settings)
+        defer { fixture.close() }
+        fixture.cluster.pushRequestErrors(apiKey: MockKafkaCluster.APIKey.addPartitionsToTransaction, errors: [29, 29])
+        let p0 = fixture.partition(0)
+        let p1 = fixture.partition(1)
+        _ = fixture.record(p1, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { fixture.committer.transactionCounts.aborted == 1 })
+
+        fixture.partitions.withLock { $0.removeAll { $0 === p1 } }
+        #expect(fixture.committer.finish(revoking: [p1]))
+        #expect(fixture.committer.transactionCounts.aborted == 2)
+        #expect(p1.committedNextOffset == nil)
+        // The next transaction carries p0's work only.
+        _ = fixture.record(p0, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 1 })
+        #expect(p1.committedNextOffset == nil)
+        #expect(fixture.fatal.withLock { $0 } == nil)
+        let values = try KafkaTopicReader.readToEnd(
+            bootstrapServers: fixture.cluster.bootstrapServers, topic: "out", timeoutMilliseconds: 20_000
+        ).map { String(decoding: $0.value ?? [], as: UTF8.self) }
+        #expect(!values.contains("p1-o0-0"), "\(values)")
+        #expect(values.contains("p0-o0-0"), "\(values)")
+    }
+
     @Test func aRevocationCommitsWhatTheLeavingPartitionReleasedAndDropsTheRest() throws {
         let fixture = try Fixture()
         defer { fixture.close() }

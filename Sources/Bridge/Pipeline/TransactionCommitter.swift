@@ -31,6 +31,8 @@ final class TransactionCommitter: @unchecked Sendable {
         var timeoutMilliseconds: Int32 = 30_000
         /// Consecutive aborted attempts of one batch before the pipeline gives up.
         var maxAttempts: Int = 5
+        /// The wait after a batch's first abort, doubling after each further one.
+        var retryBackoff: Duration = .milliseconds(100)
     }
 
     /// One partition's share of the open batch.
@@ -246,7 +248,11 @@ final class TransactionCommitter: @unchecked Sendable {
                 batch[key] = Share(progress: progress, outputs: release.outputs, nextOffset: release.nextOffset)
             }
         }
-        guard !batch.isEmpty, Timestamp.monotonicNanoseconds() >= retryNotBefore else { return }
+        // A revocation does not wait out a failed batch's backoff: the rebalance waits for this
+        // cycle, and what the leaving partitions released would otherwise be dropped, and sent
+        // to APNs again by their new owner. (After the shutdown's deadline, nothing is tried.)
+        let due = Timestamp.monotonicNanoseconds() >= retryNotBefore || (!leaving.isEmpty && retryNotBefore != .max)
+        guard !batch.isEmpty, due else { return }
         let shares = Array(batch.values)
         let outputCount = shares.reduce(0) { $0 + $1.outputs.count }
         do {
@@ -374,7 +380,7 @@ final class TransactionCommitter: @unchecked Sendable {
             onFatal("a transaction failed \(failedAttempts) times in a row; last error: \(error)")
             return
         }
-        let backoff = UInt64(100_000_000) << UInt64(min(failedAttempts - 1, 5))
+        let backoff = UInt64(settings.retryBackoff.totalNanoseconds) << UInt64(min(failedAttempts - 1, 5))
         retryNotBefore = Timestamp.monotonicNanoseconds() + backoff
     }
 
