@@ -64,6 +64,8 @@ import Testing
         metrics.recordDeadLetter(DeadLetterCode(rawValue: "a_code_added_later"))
         metrics.recordResult(app: "chat", outcome: .delivered, latencyMilliseconds: 40)
         metrics.recordResult(app: "chat", outcome: .rejected, latencyMilliseconds: nil)
+        // A producer's clock ahead of the bridge's: counted, its latency not observed.
+        metrics.recordResult(app: "chat", outcome: .failed, latencyMilliseconds: -3_596_352.2)
         metrics.recordResult(app: "nobody", outcome: .delivered, latencyMilliseconds: 1)
         metrics.recordInvalidToken(app: "news", reason: "BadDeviceToken")
         metrics.poolObserver(pool: "chat/production")?.apnsAnswered(status: 200, reason: nil, durationNanoseconds: 3_000_000)
@@ -77,6 +79,7 @@ import Testing
         #expect(text.contains("apns_bridge_dead_letters_total{error=\"other\"} 1\n"))
         #expect(text.contains("apns_bridge_notifications_total{app=\"chat\",outcome=\"delivered\"} 1\n"))
         #expect(text.contains("apns_bridge_notifications_total{app=\"chat\",outcome=\"rejected\"} 1\n"))
+        #expect(text.contains("apns_bridge_notifications_total{app=\"chat\",outcome=\"failed\"} 1\n"))
         #expect(!text.contains("nobody"))
         #expect(text.contains("apns_bridge_end_to_end_latency_seconds_bucket{app=\"chat\",le=\"0.05\"} 1\n"))
         #expect(text.contains("apns_bridge_end_to_end_latency_seconds_count{app=\"chat\"} 1\n"))
