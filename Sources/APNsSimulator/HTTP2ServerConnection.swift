@@ -225,6 +225,7 @@ final class HTTP2ServerConnection: @unchecked Sendable {
         guard let session, let connection, let index = streams.index(forKey: streamID),
               !streams.values[index].responded else { return }
         streams.values[index].responded = true
+        if streams.values[index].dispatched { answerGiven() }
         streams.values[index].responseBody = body
         let statusText = String(status)
         var byteCapacity = HeaderBlock.size(statusText)
@@ -258,11 +259,17 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     /// Loop thread.
     func forgetStream(_ streamID: Int32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        if stream.dispatched {
-            streamsBeingAnswered -= 1
-            if streamsBeingAnswered == 0 { idleSince.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed) }
-        }
+        if stream.dispatched && !stream.responded { answerGiven() }
         withdraw(stream.delayedAnswer)
+    }
+
+    /// A dispatched request was answered (or its stream closed first): once none is left, the
+    /// connection is idle, whether or not the client has taken the answers. One that never lets
+    /// them out (a zero flow-control window, or no reading) can so be chosen to make room, and
+    /// cannot hold its connection against the limit for ever.
+    private func answerGiven() {
+        streamsBeingAnswered -= 1
+        if streamsBeingAnswered == 0 { idleSince.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed) }
     }
 
     private func withdraw(_ delayedAnswer: DelayedAnswer?) {

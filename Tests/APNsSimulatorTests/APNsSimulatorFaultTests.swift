@@ -132,6 +132,34 @@ struct APNsSimulatorFaultTests {
         await client.stop()
     }
 
+    /// Nor does a client that never lets its answer out (a zero flow-control window holds the
+    /// answer's body back): its request was answered, so its connection can be chosen to make room.
+    @Test func aConnectionWhoseAnswerTheClientHoldsBackCountsAsIdle() async throws {
+        let fixture = try SimulatorFixture(maxConnections: 1)
+        defer { fixture.stop() }
+        let port = fixture.simulator.port, caFile = fixture.credentials.caFile
+        let closedByServer = Locked<Bool?>(nil)
+        try ThreadStarter.start(name: "held-back-answer", detached: true) {
+            let closed = try? withRawTLSClient(port: port, caFile: caFile) { ssl -> Bool in
+                let bytes = rawHTTP2Request(authority: "127.0.0.1", finished: true, initialWindowSize: 0)
+                guard SSL_write(ssl, bytes, Int32(bytes.count)) == Int32(bytes.count) else { return false }
+                return readUntilTheServerCloses(ssl)
+            }
+            closedByServer.withLock { $0 = closed ?? false }
+        }
+        #expect(await eventually { fixture.simulator.statistics.answersByStatus.values.reduce(0, +) == 1 })
+
+        let client = try fixture.client()
+        #expect(await client.connect())
+        #expect(await eventually { closedByServer.withLock { $0 } != nil })
+        #expect(closedByServer.withLock { $0 } == true)
+        #expect(fixture.simulator.statistics.connectionsEvicted == 1)
+        #expect(fixture.simulator.statistics.connectionsRefused == 0)
+        let answered = await client.exchange([fixture.request(authorization: try fixture.authorization())])
+        #expect(answered.first?.statusAndReason?.status == 200)
+        await client.stop()
+    }
+
     @Test func goAwayAfterEveryNStreamsAnswersThoseAndRefusesTheRest() async throws {
         let fixture = try SimulatorFixture(faults: APNsSimulatorFaults(latency: .milliseconds(50), goAwayEveryStreams: 3))
         defer { fixture.stop() }

@@ -46,17 +46,28 @@ public func readUntilTheServerCloses(_ ssl: OpaquePointer) -> Bool {
     }
 }
 
-/// The first bytes of an HTTP/2 client that starts a request and never finishes it: the
-/// connection preface, an empty SETTINGS frame, and HEADERS for stream 1 (`POST /` to
-/// `authority`) without END_STREAM, its fields as HPACK literals without Huffman coding.
+/// The client preface, SETTINGS and the HEADERS of a POST to `/` on stream 1 that never ends
+/// (no END_STREAM): a request the server waits on for ever.
 public func unfinishedHTTP2Request(authority: String) -> [UInt8] {
+    rawHTTP2Request(authority: authority, finished: false)
+}
+
+/// The client preface, SETTINGS (with SETTINGS_INITIAL_WINDOW_SIZE `initialWindowSize` when
+/// given) and the HEADERS of a POST to `/` on stream 1, with END_STREAM when `finished`.
+public func rawHTTP2Request(authority: String, finished: Bool, initialWindowSize: UInt32? = nil) -> [UInt8] {
     var bytes = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
-    bytes += [0, 0, 0, 0x04, 0, 0, 0, 0, 0]                          // SETTINGS, empty
+    if let initialWindowSize {
+        bytes += [0, 0, 6, 0x04, 0, 0, 0, 0, 0, 0, 0x04]               // SETTINGS: INITIAL_WINDOW_SIZE
+        bytes += [UInt8(initialWindowSize >> 24 & 0xFF), UInt8(initialWindowSize >> 16 & 0xFF),
+                  UInt8(initialWindowSize >> 8 & 0xFF), UInt8(initialWindowSize & 0xFF)]
+    } else {
+        bytes += [0, 0, 0, 0x04, 0, 0, 0, 0, 0]                      // SETTINGS, empty
+    }
     // :method POST (static 3), :scheme https (static 7), :path / (static 4), then :authority
     // as a literal with incremental indexing of static name 1.
     let block: [UInt8] = [0x83, 0x87, 0x84, 0x41, UInt8(authority.utf8.count)] + Array(authority.utf8)
     let length = UInt32(block.count)
     bytes += [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
-    bytes += [0x01, 0x04, 0, 0, 0, 1]                                   // HEADERS, END_HEADERS only, stream 1
+    bytes += [0x01, finished ? 0x05 : 0x04, 0, 0, 0, 1]              // HEADERS, END_HEADERS (+ END_STREAM), stream 1
     return bytes + block
 }
