@@ -13,6 +13,9 @@ public enum APNsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAPublicKeyPEM
     /// The key is not an EC P-256 key; the associated value names the type found, e.g. `RSA`.
     case unsupportedKeyType(String)
+    /// The key is an EC P-256 key but not a valid one: its private scalar is 0 or not below the
+    /// curve order, or does not match the public key stored with it.
+    case invalidPrivateKey
     /// An OpenSSL operation failed; the associated value names the operation.
     case cryptoFailure(String)
 
@@ -28,6 +31,8 @@ public enum APNsKeyError: Error, Sendable, Equatable, CustomStringConvertible {
             "no PEM public key found"
         case .unsupportedKeyType(let type):
             "unsupported key type \(type): APNs auth keys are EC P-256 (ES256)"
+        case .invalidPrivateKey:
+            "invalid EC P-256 private key: its scalar is out of range or does not match its public key (damaged key file?)"
         case .cryptoFailure(let operation):
             "OpenSSL operation failed: \(operation)"
         }

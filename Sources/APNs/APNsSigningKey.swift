@@ -36,7 +36,14 @@ public final class APNsSigningKey: @unchecked Sendable {
     }
 
     private init(loaded key: OpaquePointer?) throws(APNsKeyError) {
-        pointer = try OpenSSLSupport.adoptP256(key, missing: .notAPrivateKeyPEM)
+        let adopted = try OpenSSLSupport.adoptP256(key, missing: .notAPrivateKeyPEM)
+        do {
+            try OpenSSLSupport.requireValidPrivateKey(adopted)
+        } catch {
+            EVP_PKEY_free(adopted)
+            throw error
+        }
+        pointer = adopted
     }
 
     deinit {

@@ -40,6 +40,23 @@ enum OpenSSLSupport {
         return key
     }
 
+    /// Checks that a loaded private key is usable: its scalar is in [1, n-1] (`EVP_PKEY_private_check`),
+    /// and its public point is valid and is the scalar times the generator (`EVP_PKEY_pairwise_check`,
+    /// for a file that stores the public key next to a damaged scalar). A PEM decoder accepts any
+    /// 32 bytes as the scalar; such a key would sign tokens that APNs refuses.
+    /// - Throws: `invalidPrivateKey`, or `cryptoFailure` when no check context can be made.
+    static func requireValidPrivateKey(_ key: OpaquePointer) throws(APNsKeyError) {
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else {
+            ERR_clear_error()
+            throw .cryptoFailure("EVP_PKEY_CTX_new_from_pkey")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_private_check(context) == 1, EVP_PKEY_pairwise_check(context) == 1 else {
+            ERR_clear_error()
+            throw .invalidPrivateKey
+        }
+    }
+
     /// Checks that `key` is an EC key on P-256; otherwise throws `unsupportedKeyType` naming what it is.
     static func requireP256(_ key: OpaquePointer) throws(APNsKeyError) {
         guard EVP_PKEY_is_a(key, "EC") == 1 else {
