@@ -87,7 +87,7 @@ enum CertificateBuilder {
     /// Parses a PEM certificate (caller frees).
     static func readCertificate(_ pem: String) throws -> OpaquePointer {
         try withMemoryBIO(pem) { bio in
-            guard let certificate = PEM_read_bio_X509(bio, nil, nil, nil) else {
+            guard let certificate = PEM_read_bio_X509(bio, nil, tlsRefusingPassphraseCallback, nil) else {
                 throw HTTP2Error.openSSL(.certificateGeneration, "cannot parse certificate")
             }
             return certificate

@@ -23,19 +23,13 @@ public struct CertificateSummary: Sendable, Equatable {
 /// Reads certificates from PEM and PKCS#12 files without using them (cold path, for `check`).
 public enum CertificateInspector {
     /// Every certificate in a PEM file, in file order.
-    /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) when the file cannot be read or holds no certificate.
+    /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) when the file cannot be read, holds no
+    ///   certificate or an encrypted one (never a passphrase prompt on the terminal).
     public static func pemCertificates(file: String) throws -> [CertificateSummary] {
-        try TLSCredentials.checkReadable(file, what: "certificate file")
-        guard let bio = BIO_new_file(file, "r") else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open \(file)")
-        }
-        defer { BIO_free(bio) }
         var summaries: [CertificateSummary] = []
-        while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
-            defer { X509_free(certificate) }
+        _ = try TLSCredentials.forEachPEMCertificate(file: file, what: "certificate file") { certificate in
             summaries.append(try summary(of: certificate))
         }
-        ERR_clear_error()  // the read that ends the loop leaves "no start line" behind
         guard !summaries.isEmpty else {
             throw HTTP2Error(.tlsConfiguration, "no PEM certificate in \(file)")
         }

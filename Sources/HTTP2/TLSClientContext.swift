@@ -42,6 +42,7 @@ public final class TLSClientContext: @unchecked Sendable {
             throw HTTP2Error.openSSL(.tlsConfiguration, "SSL_CTX_new failed")
         }
         self.context = context
+        TLSCredentials.refusePassphrasePrompts(context)
         _ = apns_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = apns_ssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         _ = apns_ssl_ctx_set_read_ahead(context, 1)

@@ -6,6 +6,71 @@ import COpenSSL
 /// Loading certificates and private keys into an `SSL_CTX`, shared by the client and server
 /// contexts. Cold path (context creation only).
 package enum TLSCredentials {
+    /// Makes ``tlsRefusingPassphraseCallback`` `context`'s default password callback. OpenSSL's
+    /// loaders that take no callback of their own (`SSL_CTX_use_certificate_chain_file`) use it,
+    /// and without one they would ask for a passphrase on the terminal and wait there; with it an
+    /// encrypted PEM block fails to load. Private keys are read with a callback of their own
+    /// (``usePEM(context:certificateFile:privateKeyFile:passphrase:)``), which is how a
+    /// configured passphrase is supplied.
+    static func refusePassphrasePrompts(_ context: OpaquePointer) {
+        SSL_CTX_set_default_passwd_cb(context, tlsRefusingPassphraseCallback)
+        SSL_CTX_set_default_passwd_cb_userdata(context, nil)
+    }
+
+    /// Reads the certificates of a PEM file in file order and runs `body` with each (freed
+    /// afterwards); returns how many there were. An encrypted certificate block (`Proc-Type:
+    /// 4,ENCRYPTED`) is an error, never a passphrase prompt on the terminal.
+    /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) when the file cannot be read or holds an
+    ///   encrypted certificate, or what `body` throws.
+    package static func forEachPEMCertificate(file: String, what: String, _ body: (OpaquePointer) throws -> Void) throws -> Int {
+        try checkReadable(file, what: what)
+        guard let bio = BIO_new_file(file, "r") else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "cannot open \(file)")
+        }
+        defer { BIO_free(bio) }
+        var count = 0
+        var encrypted = false
+        while let certificate = PEM_read_bio_X509(bio, nil, tlsRefusingPassphraseCallback, &encrypted) {
+            defer { X509_free(certificate) }
+            count += 1
+            try body(certificate)
+        }
+        ERR_clear_error()  // the read that ends the loop leaves "no start line" (or the refused passphrase) behind
+        if encrypted {
+            throw HTTP2Error(.tlsConfiguration, "certificate \(count + 1) in \(file) is encrypted (Proc-Type: 4,ENCRYPTED): "
+                                 + "certificates are read without a passphrase")
+        }
+        return count
+    }
+
+    /// The subject names of the certificates of a PEM file, for `SSL_CTX_set_client_CA_list`:
+    /// what `SSL_load_client_CA_file` returns, but read with
+    /// ``forEachPEMCertificate(file:what:_:)`` (`SSL_load_client_CA_file` takes no password
+    /// callback and would ask on the terminal for an encrypted block). The caller owns the
+    /// returned `STACK_OF(X509_NAME)`.
+    /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) naming the file.
+    static func clientCANames(file: String) throws -> OpaquePointer {
+        guard let names = OPENSSL_sk_new_null() else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "OPENSSL_sk_new_null failed")
+        }
+        do {
+            let count = try forEachPEMCertificate(file: file, what: "client CA file") { certificate in
+                guard let name = X509_NAME_dup(X509_get_subject_name(certificate)) else {
+                    throw HTTP2Error.openSSL(.tlsConfiguration, "X509_NAME_dup failed")
+                }
+                guard OPENSSL_sk_push(names, UnsafeRawPointer(name)) > 0 else {
+                    X509_NAME_free(name)
+                    throw HTTP2Error.openSSL(.tlsConfiguration, "OPENSSL_sk_push failed")
+                }
+            }
+            guard count > 0 else { throw HTTP2Error(.tlsConfiguration, "no PEM certificate in client CA file \(file)") }
+        } catch {
+            OPENSSL_sk_pop_free(names, { X509_NAME_free(OpaquePointer($0)) })
+            throw error
+        }
+        return names
+    }
+
     /// Loads a PEM certificate chain file and a PEM private key file (optionally encrypted with
     /// `passphrase`, supplied through a password callback) and checks that they match.
     static func usePEM(context: OpaquePointer, certificateFile: String, privateKeyFile: String,
@@ -168,6 +233,16 @@ package enum TLSCredentials {
         guard let base = memory.baseAddress, memory.count > 0 else { return }
         explicit_bzero(base, memory.count)
     }
+}
+
+/// OpenSSL's password callback where no passphrase is given: supplies none (-1, which OpenSSL
+/// reports as a failed password read), so an encrypted PEM block fails to load instead of
+/// OpenSSL asking on the terminal. A non-nil `userData` points at a `Bool` set to true: the
+/// reader learns that the block was encrypted.
+package func tlsRefusingPassphraseCallback(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32,
+                                           _ userData: UnsafeMutableRawPointer?) -> Int32 {
+    userData?.assumingMemoryBound(to: Bool.self).pointee = true
+    return -1
 }
 
 /// OpenSSL's password callback: copies the passphrase that `userData` points at (an

@@ -17,6 +17,7 @@ public final class TLSServerContext: @unchecked Sendable {
             throw HTTP2Error.openSSL(.tlsConfiguration, "SSL_CTX_new failed")
         }
         self.context = context
+        TLSCredentials.refusePassphrasePrompts(context)
         _ = apns_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
         _ = apns_ssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         _ = apns_ssl_ctx_set_read_ahead(context, 1)
@@ -25,12 +26,11 @@ public final class TLSServerContext: @unchecked Sendable {
                                   privateKeyFile: privateKeyFile, passphrase: nil)
         SSL_CTX_set_alpn_select_cb(context, tlsSelectALPN, nil)
         if let clientCAFile {
-            try TLSCredentials.checkReadable(clientCAFile, what: "client CA file")
-            guard SSL_CTX_load_verify_locations(context, clientCAFile, nil) == 1,
-                  let names = SSL_load_client_CA_file(clientCAFile) else {
+            let names = try TLSCredentials.clientCANames(file: clientCAFile)
+            SSL_CTX_set_client_CA_list(context, names)  // takes ownership
+            guard SSL_CTX_load_verify_locations(context, clientCAFile, nil) == 1 else {
                 throw HTTP2Error.openSSL(.tlsConfiguration, "cannot load client CA file \(clientCAFile)")
             }
-            SSL_CTX_set_client_CA_list(context, names)
             SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
         }
     }

@@ -92,6 +92,35 @@ struct CheckCommandTests {
         #expect(output.contains("encrypted without a passphrase given?"), "\(output)")
     }
 
+    /// A certificate file and a CA file whose certificate block is marked encrypted: on a
+    /// terminal, where OpenSSL's own password callback would prompt and wait, `check` reports
+    /// both at once instead (well within `runOnATerminal`'s 20 s).
+    @Test func anEncryptedCertificateIsAnErrorNotAPromptOnTheTerminal() throws {
+        let credentials = try Credentials()
+        defer { credentials.directory.remove() }
+        let certificateFile = credentials.directory.file("legacy-encrypted.pem")
+        let caFile = credentials.directory.file("ca-encrypted.pem")
+        try credentials.write(EncryptedPEM.marked(try String(contentsOfFile: credentials.directory.file("legacy.pem"), encoding: .utf8)),
+                              to: certificateFile, mode: 0o644)
+        try credentials.write(EncryptedPEM.marked(credentials.authority.certificatePEM), to: caFile, mode: 0o644)
+        let config = try TemporaryFile(contents: """
+        kafka: {brokers: localhost:9092}
+        apns: {ca_file: \(caFile)}
+        apps:
+          - name: legacy
+            bundle_id: com.example.legacy
+            auth: {type: certificate, cert_file: \(certificateFile), key_file: \(credentials.directory.file("legacy-key.pem")), passphrase: "\(Self.passphrase)"}
+        """)
+        let started = ContinuousClock.now
+        let (status, output) = try runOnATerminal(["check", "--config", config.path])
+        #expect(ContinuousClock.now - started < .seconds(10), "\(output)")
+        #expect(status == 2, "\(output)")
+        #expect(!output.lowercased().contains("pass phrase"), "\(output)")
+        #expect(output.contains("apns.ca_file: tlsConfiguration: certificate 1 in \(caFile) is encrypted"), "\(output)")
+        #expect(output.contains("apps.legacy.auth.cert_file: tlsConfiguration: certificate 1 in \(certificateFile) is encrypted"), "\(output)")
+        #expect(output.contains("apps.legacy.auth: tlsConfiguration: cannot load certificate \(certificateFile)"), "\(output)")
+    }
+
     /// A PKCS#12 file as Keychain Access and OpenSSL before 3.0 write it: its certificate
     /// encrypted with RC2-40, an algorithm of OpenSSL 3's legacy provider.
     @Test func aPKCS12FileWithLegacyEncryptionLoads() throws {
