@@ -9,7 +9,9 @@ import Observability
 /// The timing rules live in `APNsTokenStateMachine`. Thread-safe (`Locked`); the lock is taken
 /// once per connection per batch of streams, and signing (ECDSA, about a millisecond's tenth)
 /// happens under it at most once per refresh.
-public final class APNsTokenProvider: Sendable {
+///
+/// Reflection shows the key id and the refresh age only, never the tokens it holds.
+public final class APNsTokenProvider: Sendable, CustomReflectable {
     /// The floor on the refresh age: 41 minutes (each connection keeps a token 21 minutes, and
     /// a token is shared for 20 before the next one is signed).
     public static let minimumRefreshSeconds: Int64 = APNsTokenStateMachine.minimumRefreshIntervalSeconds
@@ -17,13 +19,28 @@ public final class APNsTokenProvider: Sendable {
     public static let defaultRefreshSeconds: Int64 = 50 * 60
 
     /// A token and its generation (to report ExpiredProviderToken for exactly that token).
-    public struct Authorization: Sendable {
+    /// Descriptions and reflection never show the token.
+    public struct Authorization: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         /// `bearer <jwt>`.
         public var headerValue: String
         /// Which signed token this is.
         public var generation: UInt64
         /// Its `iat` (Unix seconds).
         public var issuedAt: Int64
+
+        /// Generation and issue time; the header value as `<redacted>`.
+        public var description: String {
+            "Authorization(headerValue: <redacted>, generation: \(generation), issuedAt: \(issuedAt))"
+        }
+
+        /// Same as ``description``: no token.
+        public var debugDescription: String { description }
+
+        /// A mirror without the token (so `dump` cannot print it).
+        public var customMirror: Mirror {
+            Mirror(self, children: ["headerValue": "<redacted>", "generation": generation, "issuedAt": issuedAt],
+                   displayStyle: .struct)
+        }
     }
 
     private struct State {
@@ -114,6 +131,11 @@ public final class APNsTokenProvider: Sendable {
             defer { state.expiredTooSoonLogged = max(state.expiredTooSoonLogged, generation) }
             return state.expiredTooSoonLogged < generation
         }
+    }
+
+    /// The key id and the refresh age: `dump` would otherwise walk into the lock's state and print the tokens.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["keyID": keyID, "refreshIntervalSeconds": refreshIntervalSeconds], displayStyle: .class)
     }
 
     /// True the first time only: APNs answered InvalidProviderToken (log it once, with the key id).

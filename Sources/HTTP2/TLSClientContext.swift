@@ -3,8 +3,9 @@ import Glibc
 #endif
 import COpenSSL
 
-/// TLS settings of an HTTP/2 client. Peer verification is always on.
-public struct TLSClientConfiguration: Sendable {
+/// TLS settings of an HTTP/2 client. Peer verification is always on. Descriptions and
+/// reflection never show the passphrase.
+public struct TLSClientConfiguration: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// An extra PEM file of trusted CA certificates, added to the system roots.
     public var caFile: String?
     /// A PEM client certificate (chain) file, for certificate-based authentication.
@@ -25,6 +26,26 @@ public struct TLSClientConfiguration: Sendable {
         self.privateKeyPassphrase = privateKeyPassphrase
         self.pkcs12File = pkcs12File
     }
+
+    /// The files, and whether there is a passphrase (`<redacted>`) or not (`none`).
+    public var description: String {
+        let files = [("caFile", caFile), ("certificateFile", certificateFile), ("privateKeyFile", privateKeyFile),
+                     ("pkcs12File", pkcs12File)].map { name, file in "\(name): \(file ?? "none")" }
+        return "TLSClientConfiguration(\(files.joined(separator: ", ")), privateKeyPassphrase: \(redactedPassphrase))"
+    }
+
+    /// Same as ``description``: no passphrase.
+    public var debugDescription: String { description }
+
+    /// A mirror with the passphrase as `<redacted>` (so `dump` cannot print it).
+    public var customMirror: Mirror {
+        Mirror(self, children: ["caFile": caFile as Any, "certificateFile": certificateFile as Any,
+                                "privateKeyFile": privateKeyFile as Any, "privateKeyPassphrase": redactedPassphrase,
+                                "pkcs12File": pkcs12File as Any],
+               displayStyle: .struct)
+    }
+
+    private var redactedPassphrase: String { privateKeyPassphrase == nil ? "none" : "<redacted>" }
 }
 
 /// An OpenSSL client `SSL_CTX`: TLS 1.2+, ALPN "h2", peer verification against the system roots

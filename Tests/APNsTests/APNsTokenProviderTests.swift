@@ -142,4 +142,25 @@ import Testing
         }
         #expect(tokens.count == 1)
     }
+
+    /// The bearer token is a credential for an hour: `String(describing:)`, `String(reflecting:)`
+    /// and `dump` of an authorization, and of the provider holding it, never print it.
+    @Test func descriptionsAndReflectionNeverShowTheToken() throws {
+        let (provider, _) = try makeProvider()
+        let authorization = try provider.authorization()
+        let jwt = String(authorization.headerValue.dropFirst("bearer ".count))
+        #expect(authorization.headerValue.hasPrefix("bearer ") && jwt.split(separator: ".").count == 3)
+        let header = String(jwt.split(separator: ".")[0])
+        var dumped = ""
+        dump(authorization, to: &dumped)
+        var providerDumped = ""
+        dump(provider, to: &providerDumped)
+        for text in [String(describing: authorization), String(reflecting: authorization), dumped,
+                     String(describing: provider), String(reflecting: provider), providerDumped, "\([authorization])"] {
+            #expect(!text.contains(header), "\(text)")
+        }
+        #expect(String(describing: authorization).contains("<redacted>"))
+        #expect(dumped.contains("generation: \(authorization.generation)"), "\(dumped)")
+        #expect(providerDumped.contains("ABC123DEFG"), "\(providerDumped)")
+    }
 }
