@@ -127,6 +127,27 @@ import Testing
 
     /// A revocation stores what completed since the last loop pass before the partition
     /// leaves (librdkafka commits it then), and nothing after.
+    /// A revoked partition lets its offsets go: work that never finishes (an endpoint that stays
+    /// unreachable) cannot keep every revoked assignment's span in memory.
+    @Test func aRevokedPartitionLetsItsPendingOffsetsGo() {
+        let recorder = StoreRecorder()
+        let revokedAtOnce = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
+        let storedThenRevoked = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)
+        for progress in [revokedAtOnce, storedThenRevoked] {
+            for offset in Int64(0)..<100_000 { #expect(progress.track(offset)) }
+            for offset in Int64(1)..<100_000 { progress.complete(offset) }  // offset 0 never finishes
+            #expect(progress.pendingCount == 100_000)
+        }
+        revokedAtOnce.revoke()
+        storedThenRevoked.storeAndRevoke { _, _ in Issue.record("nothing is committable") }
+        for progress in [revokedAtOnce, storedThenRevoked] {
+            #expect(progress.pendingCount == 0)
+            progress.complete(0)  // finishing late changes nothing
+            #expect(!progress.track(100_000))
+        }
+        #expect(recorder.all.isEmpty)
+    }
+
     @Test func aRevocationStoresWhatCompletedBeforeThePartitionLeaves() {
         let recorder = StoreRecorder()
         let leaving = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)

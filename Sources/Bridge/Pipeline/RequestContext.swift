@@ -180,6 +180,7 @@ final class PartitionProgress: Sendable {
     func revoke(weighing weight: (KafkaOutboundRecord) -> Int = { _ in 1 }) -> Int {
         state.withLock { state in
             state.isRevoked = true
+            state.tracker = PartitionOffsetTracker()  // see `storeAndRevoke`
             return state.sequencer.discardAll(weighing: weight)
         }
     }
@@ -195,6 +196,10 @@ final class PartitionProgress: Sendable {
                 store(topicPartition, next)
             }
             state.isRevoked = true
+            // Nothing of a revoked partition is stored again: its offsets are let go, or work that
+            // never finishes (an unreachable endpoint, no expiration) would keep every revoked
+            // assignment's span in memory, past the bound on uncommitted spans.
+            state.tracker = PartitionOffsetTracker()
         }
     }
 
