@@ -39,18 +39,36 @@ public struct APNsResponse: Sendable, Equatable {
         // another header or another spelling pays for `lowercased()`.
         for header in headers {
             switch Self.field(named: header.name) ?? Self.field(named: header.name.lowercased()) {
-            case .apnsID: apnsID = header.value
-            case .apnsUniqueID: apnsUniqueID = header.value
+            case .apnsID: apnsID = Self.capped(header.value)
+            case .apnsUniqueID: apnsUniqueID = Self.capped(header.value)
             case nil: break
             }
         }
         var reason: APNsReason?
         var timestamp: Int64?
         if status != 200, !body.isEmpty, let object = JSONScanner.parseObjectWithUniqueMembers(body) {
-            if let text = object["reason"]?.stringValue { reason = APNsReason(text) }
+            if let text = object["reason"]?.stringValue { reason = APNsReason(Self.capped(text)) }
             timestamp = object["timestamp"]?.int64Value
         }
         self.init(status: status, apnsID: apnsID, apnsUniqueID: apnsUniqueID, reason: reason, timestamp: timestamp)
+    }
+
+    /// The most bytes of an `apns-id`, `apns-unique-id` or `reason` a response keeps. Apple's are
+    /// under 50; a peer sending kilobytes would otherwise have every retrying notification and
+    /// every result record carry them.
+    public static let maximumKeptTextBytes = 256
+
+    /// `text`, or its first whole characters within ``maximumKeptTextBytes`` and `…`.
+    static func capped(_ text: String) -> String {
+        guard text.utf8.count > maximumKeptTextBytes else { return text }
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            if bytes > maximumKeptTextBytes { break }
+            kept.append(scalar)
+        }
+        return String(kept) + "…"
     }
 
     /// The names of the answer's headers that a response keeps (``field(named:)``), for the

@@ -69,4 +69,22 @@ import HTTP2
         }
         #expect(APNsResponseClassifier.classify(APNsResponse(status: 410, reason: .unregistered)) == .rejected(invalidToken: true))
     }
+
+    /// A peer's kilobytes of `apns-id` or `reason` are cut to 256 bytes (whole characters) and
+    /// `…`: every retrying notification and result record would otherwise carry them.
+    @Test func longIDsAndReasonsAreCut() {
+        let longID = String(repeating: "i", count: 8_000)
+        let longReason = String(repeating: "é", count: 8_000)  // two bytes each
+        let response = APNsResponse(
+            status: 503, headers: [HTTP2HeaderField(name: "apns-id", value: longID), HTTP2HeaderField(name: "apns-unique-id", value: longID)],
+            body: Array(#"{"reason":"\#(longReason)"}"#.utf8))
+        #expect(response.apnsID == String(repeating: "i", count: 256) + "…")
+        #expect(response.apnsUniqueID == String(repeating: "i", count: 256) + "…")
+        #expect(response.reason?.rawValue == String(repeating: "é", count: 128) + "…")
+        // Apple's own are kept as they are.
+        let apple = APNsResponse(status: 400, headers: [HTTP2HeaderField(name: "apns-id", value: "0E9C5B4A-8C2D-4A5E-9F3B-1D2E3F4A5B6C")],
+                                 body: Array(#"{"reason":"BadDeviceToken"}"#.utf8))
+        #expect(apple.apnsID == "0E9C5B4A-8C2D-4A5E-9F3B-1D2E3F4A5B6C")
+        #expect(apple.reason == .badDeviceToken)
+    }
 }
