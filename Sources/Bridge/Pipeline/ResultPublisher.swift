@@ -63,10 +63,10 @@ final class ResultPublisher: ResultSink {
     var pendingCount: Int { unacknowledged.load(ordering: .relaxed) }
 
     /// What a dead letter of `message` weighs in in-flight work: one per KiB of the record it
-    /// repeats (key, value and headers, at most the producer's `message.max.bytes`), at least 1.
-    /// A result, under a KiB, weighs 1.
+    /// repeats (key, headers, and the value as the dead letter writes it: escaped, or base64; at
+    /// most the producer's `message.max.bytes`), at least 1. A result, under a KiB, weighs 1.
     func deadLetterWeight(of message: KafkaMessage) -> Int {
-        var bytes = (message.key?.count ?? 0) + (message.value?.count ?? 0)
+        var bytes = (message.key?.count ?? 0) + (message.value.map(ResultRecordEncoder.deadLetterOriginalBytes) ?? 0)
         for header in message.headers { bytes += header.byteCount }
         return 1 + min(bytes, maximumRecordBytes) / ResultPublisher.weightUnitBytes
     }

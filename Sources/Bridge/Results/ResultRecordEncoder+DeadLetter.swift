@@ -31,7 +31,7 @@ extension ResultRecordEncoder {
         let isUTF8 = UTF8Validation.isValid(original)
         let encodingField: StaticString = isUTF8 ? ",\"original_encoding\":\"utf8\"" : ",\"original_encoding\":\"base64\""
         let written = buffer.count - start
-        let wholeSize = 2 + (isUTF8 ? quotedContentLength(original, limit: Int.max).length : base64Length(original.count))
+        let wholeSize = deadLetterOriginalBytes(original)
         if written + wholeSize + encodingField.utf8CodeUnitCount + 1 <= maximumBytes {
             appendOriginal(original[...], isUTF8: isUTF8, to: &buffer)
             append(encodingField, to: &buffer)
@@ -57,6 +57,12 @@ extension ResultRecordEncoder {
             Base64.append(Array(bytes), to: &buffer)
             buffer.append(UInt8(ascii: "\""))
         }
+    }
+
+    /// The bytes `original` takes in a dead letter written whole: escaped as a JSON string when
+    /// it is UTF-8 (a control byte takes six), else as base64.
+    static func deadLetterOriginalBytes(_ original: [UInt8]) -> Int {
+        2 + (UTF8Validation.isValid(original) ? quotedContentLength(original, limit: Int.max).length : base64Length(original.count))
     }
 
     /// Length of base64 text for `count` bytes.
