@@ -83,6 +83,8 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         public var goAwaysReceived: [UInt32] = []
         /// DATA payload bytes sent per stream.
         public var dataBytesSent: [StreamKey: Int] = [:]
+        /// DATA payload bytes received, all streams together.
+        public var dataBytesReceived = 0
         /// GOAWAY frames sent.
         public var goAwaysSent = 0
         /// RST_STREAM frames sent, the flood included.

@@ -150,6 +150,7 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
                 streaming[index].window += increment
             }
         case .data where !payload.isEmpty:
+            peer.record { $0.dataBytesReceived += payload.count }
             // Keep the request bodies flowing: give back what the client used of our window.
             var increment: [UInt8] = []
             increment.appendBigEndian(UInt32(payload.count))
