@@ -109,6 +109,50 @@ import Testing
     }
 }
 
+extension ReadBackpressureTests {
+    /// The output buffer's bound: with the peer not reading, requests submitted past the mark
+    /// stay inside the session, and the buffer grows past ``TLSConnection/outputHighWater`` by
+    /// one frame at most, however many are submitted.
+    @Test(.timeLimit(.minutes(1)))
+    func theOutputStopsAtItsMarkWhileThePeerDoesNotRead() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 1000)
+        defer { server.stop() }
+        let proxy = try PausableTCPProxy(serverPort: server.port)
+        defer { proxy.stop() }
+        let client = try TestClient(port: proxy.port, tls: try TLSClientContext(credentials.clientConfiguration),
+                                    streamTimeoutNanoseconds: 120_000_000_000)
+        defer { client.loop.shutdown() }
+        let connection = client.connection
+        #expect(try await client.connect())
+        guard let tls = await onLoop(client.loop, { connection.connection }) else {
+            Issue.record("the client has no TLS connection")
+            return
+        }
+
+        await proxy.stopReadingFromClient()
+        var largestOutput = 0
+        for tag in UInt64(0)..<Self.maxLargeStreams {
+            let pending = await onLoop(client.loop) { () -> Int in
+                guard connection.submit(largeRequest(tag: tag), tag: tag) else { return -1 }
+                connection.flush()
+                return tls.pendingOutputCount
+            }
+            try #require(pending >= 0, "stream \(tag) was not accepted")
+            largestOutput = max(largestOutput, pending)
+        }
+        // 250 streams of 60,000 bytes: 15 MB the peer does not take.
+        try #require(largestOutput >= TLSConnection.outputHighWater, "the output never reached its mark")
+        #expect(largestOutput <= TLSConnection.outputHighWater + 16_384 + 9, "\(largestOutput) bytes of output")
+
+        // The peer reads again: every stream is answered.
+        proxy.resumeReadingFromClient()
+        #expect(await eventually(timeout: .seconds(40)) { client.delegate.finishCount == Int(Self.maxLargeStreams) })
+        try await client.stop()
+    }
+}
+
 /// A POST to `/echo/<tag>` with a body of ``ReadBackpressureTests/bodySize`` bytes particular to `tag`.
 private func largeRequest(tag: UInt64) -> HTTP2Request {
     let body = (0..<ReadBackpressureTests.bodySize).map { UInt8(truncatingIfNeeded: $0 &+ Int(tag) &* 31) }
