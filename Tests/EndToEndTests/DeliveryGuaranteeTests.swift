@@ -1,6 +1,6 @@
 import APNs
 import APNsSimulator
-import Bridge
+@testable import Bridge
 import BridgeLocal
 import Foundation
 import Kafka
@@ -158,7 +158,8 @@ struct DeliveryGuaranteeTests {
     }
 
     /// Also exactly once, where outputs leave memory only when their transaction commits: the
-    /// in-flight work must drain through the committer, or admission stops for good at the limit.
+    /// in-flight work must drain through the committer, or admission stops for good at the limit,
+    /// also when transactions fail and their batches are produced again (two aborts here).
     @Test(arguments: [false, true])
     func inFlightWorkNeverExceedsTheLimitByMoreThanOneRequest(exactlyOnce: Bool) throws {
         let environment = try LocalEnvironment(partitions: 2)
@@ -171,6 +172,10 @@ struct DeliveryGuaranteeTests {
         }
         try environment.produceRequests(records)
         try environment.simulator.setFaults(APNsSimulatorFaults(latency: .milliseconds(50)))
+        if exactlyOnce {
+            // TOPIC_AUTHORIZATION_FAILED twice: two transactions abort before anything is written.
+            environment.kafka.pushRequestErrors(apiKey: MockKafkaCluster.APIKey.addPartitionsToTransaction, errors: [29, 29])
+        }
         let limit = 60
         let runner = try BackgroundPipeline(configuration: try environment.configuration(
             groupID: "e2e-bound", exactlyOnce: exactlyOnce, extra: "limits: {max_in_flight: \(limit)}"))
@@ -178,6 +183,11 @@ struct DeliveryGuaranteeTests {
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: records.count * fanOut, timeoutMilliseconds: 60_000, settleMilliseconds: 500)
         #expect(results.count == records.count * fanOut)
+        if exactlyOnce {
+            #expect(runner.pipeline.committer?.transactionCounts.aborted == 2)
+        }
+        // Every output's weight was given back: nothing is counted as still waiting for Kafka.
+        #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.publisher.pendingCount == 0 })
         #expect(runner.stop() == 0)
         // The first poll alone would have brought all 1,500 notifications in without admission.
         #expect(runner.pipeline.peakInFlight >= limit)
