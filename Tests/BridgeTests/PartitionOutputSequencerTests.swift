@@ -1,4 +1,4 @@
-import Bridge
+@testable import Bridge
 import BridgeLocal
 import Testing
 
@@ -42,6 +42,29 @@ import Testing
         do { let value = sequencer.track(1); #expect(!value) }
         do { let value = sequencer.track(0); #expect(!value) }
         do { let value = sequencer.append(Output(offset: 1, index: 0), to: 1); #expect(!value) }
+    }
+
+    /// The storage a burst grew is given back once the burst is released, as the at-least-once
+    /// offset ring does: otherwise every partition would keep its peak for as long as it is assigned.
+    @Test func theStorageShrinksBackOnceABurstIsReleased() {
+        var sequencer = PartitionOutputSequencer<Output>()
+        for offset in Int64(0)..<100_000 { sequencer.track(offset) }
+        #expect(sequencer.capacity >= 100_000)
+        for offset in Int64(1)..<100_000 { sequencer.complete(offset) }
+        #expect(sequencer.takeReleased() == nil)  // held back by offset 0
+        sequencer.complete(0)
+        #expect(sequencer.takeReleased()?.nextOffset == 100_000)
+        for offset in Int64(100_000)..<100_100 {
+            sequencer.track(offset)
+            sequencer.complete(offset)
+        }
+        #expect(sequencer.takeReleased()?.nextOffset == 100_100)
+        #expect(sequencer.capacity <= PartitionOutputSequencer<Output>.retainedCapacity, "\(sequencer.capacity) entries kept for nothing")
+        // Pending entries keep their order through a shrink.
+        for offset in Int64(200_000)..<200_010 { sequencer.track(offset) }
+        for offset in Int64(200_001)..<200_010 { sequencer.complete(offset) }
+        sequencer.complete(200_000)
+        #expect(sequencer.takeReleased()?.nextOffset == 200_010)
     }
 
     @Test func discardDropsBufferedOutputsAndStartsAfresh() {

@@ -111,10 +111,22 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
         return nil
     }
 
-    /// Drops released entries from the front once they are at least half of the storage.
+    /// Drops released entries from the front once they are at least half of the storage, and
+    /// gives back storage grown by a burst once the live entries fill less than an eighth of it.
     private mutating func compactIfWorthIt() {
         guard head > 0, head >= 64 || head == entries.count, head * 2 >= entries.count else { return }
-        entries.removeFirst(head)
+        let live = entries.count - head
+        if entries.capacity > Self.retainedCapacity, live < entries.capacity / 8 {
+            entries = Array(entries[head...])  // a new buffer of the live entries' size
+        } else {
+            entries.removeFirst(head)
+        }
         head = 0
     }
+
+    /// Entries' storage kept however few records are pending (as the offset tracker keeps).
+    static var retainedCapacity: Int { 4096 }
+
+    /// Entries the storage has room for.
+    var capacity: Int { entries.capacity }
 }
