@@ -248,11 +248,13 @@ final class TransactionCommitter: @unchecked Sendable {
                 batch[key] = Share(progress: progress, outputs: release.outputs, nextOffset: release.nextOffset)
             }
         }
-        // A revocation does not wait out a failed batch's backoff: the rebalance waits for this
-        // cycle, and what the leaving partitions released would otherwise be dropped, and sent
-        // to APNs again by their new owner. (After the shutdown's deadline, nothing is tried.)
-        let due = Timestamp.monotonicNanoseconds() >= retryNotBefore || (!leaving.isEmpty && retryNotBefore != .max)
-        guard !batch.isEmpty, due else { return }
+        // A revocation does not wait out a failed batch's backoff when the batch holds some of the
+        // leaving partitions' work: the rebalance waits for this cycle, and that work would
+        // otherwise be dropped, and sent to APNs again by their new owner. Such an early attempt
+        // does not count against `maxAttempts`. (After the shutdown's deadline, nothing is tried.)
+        let backedOff = Timestamp.monotonicNanoseconds() < retryNotBefore
+        let early = backedOff && retryNotBefore != .max && leaving.contains { batch[ObjectIdentifier($0)] != nil }
+        guard !batch.isEmpty, !backedOff || early else { return }
         let shares = Array(batch.values)
         let outputCount = shares.reduce(0) { $0 + $1.outputs.count }
         do {
@@ -272,7 +274,7 @@ final class TransactionCommitter: @unchecked Sendable {
             // auto-commit in this mode: its timer could send an older offset mid-commit.)
             try? consumer.commitSync(shares.map { ($0.progress.topicPartition, nextOffset: $0.nextOffset) })
         } catch {
-            handleFailure(error, outputs: outputCount)
+            handleFailure(error, outputs: outputCount, countsAsAttempt: !early)
         }
     }
 
@@ -342,8 +344,9 @@ final class TransactionCommitter: @unchecked Sendable {
         }
     }
 
-    /// Aborts and schedules the batch again, or stops the pipeline when it cannot go on.
-    private func handleFailure(_ error: KafkaError, outputs: Int) {
+    /// Aborts and schedules the batch again, or stops the pipeline when it cannot go on. An
+    /// attempt that does not count (a revocation's, inside a backoff) keeps the backoff as it was.
+    private func handleFailure(_ error: KafkaError, outputs: Int, countsAsAttempt: Bool = true) {
         preconditionOnCommitterThread()
         if error.isFatal || error.isFencing || producer.fatalError != nil {
             onFatal(describeFatal(producer.fatalError ?? error, action: "committing a transaction"))
@@ -360,7 +363,7 @@ final class TransactionCommitter: @unchecked Sendable {
             return
         }
         statistics.withLock { $0.aborted += 1 }
-        failedAttempts += 1
+        if countsAsAttempt { failedAttempts += 1 }
         logger.warning("transaction failed; aborting it and producing its batch again", metadata: [
             "error": error.description, "bridge.outputs": "\(outputs)", "bridge.attempt": "\(failedAttempts)",
         ])
@@ -376,6 +379,7 @@ final class TransactionCommitter: @unchecked Sendable {
             onFatal(describeFatal(error, action: "aborting a transaction"))
             return
         }
+        guard countsAsAttempt else { return }
         guard failedAttempts < settings.maxAttempts else {
             onFatal("a transaction failed \(failedAttempts) times in a row; last error: \(error)")
             return
