@@ -88,7 +88,7 @@ public enum LogLineFormatter {
     }
 
     /// C0 and C1 controls, DEL, line/paragraph separators, bidirectional embeddings and isolates.
-    static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
         default: false

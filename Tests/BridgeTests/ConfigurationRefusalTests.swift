@@ -70,7 +70,7 @@ import Testing
         let groupID = try #require(parseError("  brokers: b\n  group_id: \"bridge\\nHTTP/1.1 200 OK\""))
         #expect(groupID.keyPath == "kafka.group_id")
         #expect(groupID.message.contains("control characters"), "\(groupID.message)")
-        for name in ["\"chat\\r\"", "\"a\\tb\"", "\"x\\u007F\""] {
+        for name in ["\"chat\\r\"", "\"a\\tb\"", "\"x\\u007F\"", "\"x\\u2028y\"", "\"x\\u0085\""] {
             let yaml = "kafka: {brokers: b}\napps:\n  - {name: \(name), bundle_id: com.x, auth: {type: token, key_file: k, key_id: ABC123DEFG, team_id: TEAM123456}}\n"
             let appName = try #require(parseError(yaml: yaml), "\(name)")
             #expect(appName.keyPath == "apps[0].name")
@@ -106,15 +106,23 @@ import Testing
     /// A secret written without the colon after its name (`passphrase hunter2`) is part of a
     /// key, or of the value before it: the error names the place without the text that follows.
     @Test func aSecretWithoutItsColonIsNotEchoed() throws {
-        for entry in ["passphrase hunter2", "passphrase=hunter2", "passphrase\thunter2"] {
+        // In an app's `auth` an unknown key is not shown at all (a comma makes the secret a key of
+        // its own); the section and the line are.
+        for entry in ["passphrase hunter2", "passphrase=hunter2", "passphrase\thunter2", "passphrase\u{A0}hunter2", "passphrase,hunter2"] {
             let flow = "kafka: {brokers: b}\napps:\n  - {name: a, bundle_id: b.c, auth: {type: certificate, p12_file: /x.p12, \(entry)}}\n"
             let error = try #require(parseError(yaml: flow), "\(entry)")
-            #expect(error.keyPath == "apps[0].auth.passphrase…", "\(error)")
+            #expect(error.keyPath == "apps[0].auth", "\(error)")
+            #expect(error.line == 3)
             #expect(!"\(error)".contains("hunter2"), "\(error)")
         }
-        let kafka = try #require(parseError("  brokers: b\n  producer: {sasl.password SuperKafkaSecret}"))
-        #expect(kafka.keyPath == "kafka.producer.sasl.password…")
-        #expect(!"\(kafka)".contains("SuperKafkaSecret"), "\(kafka)")
+        // Elsewhere a key is shown up to its first character no key has.
+        for entry in ["sasl.password SuperKafkaSecret", "sasl.password\u{A0}SuperKafkaSecret", "sasl.password=SuperKafkaSecret"] {
+            let kafka = try #require(parseError("  brokers: b\n  producer: {\(entry)}"), "\(entry)")
+            #expect(kafka.keyPath == "kafka.producer.sasl.password…")
+            #expect(!"\(kafka)".contains("SuperKafkaSecret"), "\(kafka)")
+        }
+        let general = try #require(parseError("  brokers: b\n  group_id hunter2: x"))
+        #expect(general.keyPath == "kafka.group_id…")
         // In block style, indented further, the line reads as the end of the value above it;
         // at the same indentation it is a YAML error that does not quote it either.
         for indent in ["    ", ""] {

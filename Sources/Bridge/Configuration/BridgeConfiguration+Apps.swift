@@ -36,7 +36,8 @@ extension BridgeConfiguration {
     }
 
     static func parseAuth(_ node: ConfigurationNode) throws(ConfigurationError) -> AppAuthentication {
-        let section = try node.mapping(allowed: ["type", "key_file", "key_id", "team_id", "cert_file", "p12_file", "passphrase"])
+        let section = try node.mapping(allowed: ["type", "key_file", "key_id", "team_id", "cert_file", "p12_file", "passphrase"],
+                                       namingUnknownKeys: false)
         let type = try section.required("type").choice(AuthenticationType.allCases)
         func reject(_ keys: [String]) throws(ConfigurationError) {
             for key in keys where section.has(key) {

@@ -1,3 +1,4 @@
+import Observability
 import YAML
 
 /// A YAML node being read as configuration: knows its key path (for errors), the environment
@@ -52,8 +53,8 @@ struct ConfigurationNode {
     /// labels and the one-line reasons of the health endpoints.
     func name() throws(ConfigurationError) -> String {
         let text = try string()
-        guard text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
-            throw error("must not contain control characters (a line break, a tab…)")
+        guard !text.unicodeScalars.contains(where: LogLineFormatter.needsEscape) else {
+            throw error("must not contain control characters (a line break, a tab, a line separator…)")
         }
         return text
     }
@@ -187,14 +188,20 @@ struct ConfigurationNode {
         return result
     }
 
-    /// A mapping whose keys must all be in `allowed`.
-    func mapping(allowed: Set<String>) throws(ConfigurationError) -> ConfigurationMapping {
+    /// A mapping whose keys must all be in `allowed`. With `namingUnknownKeys` false (a section
+    /// that holds secrets), an unknown key is named only when it is a misspelling of a known one
+    /// (`key_idd`): `{passphrase,hunter2}` makes `hunter2` a key of its own.
+    func mapping(allowed: Set<String>, namingUnknownKeys: Bool = true) throws(ConfigurationError) -> ConfigurationMapping {
         var entries: [String: YAMLNode] = [:]
         if !node.isNull {
             guard case .mapping(let items, _) = node else { throw error("expected a mapping, \(got())") }
             for item in items {
                 let key = item.key.scalarValue ?? ""
                 guard allowed.contains(key) else {
+                    guard namingUnknownKeys || allowed.contains(where: { Self.isMisspelling(key, of: $0) }) else {
+                        throw ConfigurationError(keyPath: path, message: "unknown key (not shown, as it may be part of a secret; "
+                            + "known: \(allowed.sorted().joined(separator: ", ")))", line: item.key.line)
+                    }
                     let shown = Self.shownKey(key)
                     let keyPath = path.isEmpty ? shown : "\(path).\(shown)"
                     let message = shown == key ? "unknown key" : "unknown key (a colon missing after the name?)"
@@ -206,12 +213,33 @@ struct ConfigurationNode {
         return ConfigurationMapping(parent: self, entries: entries)
     }
 
-    /// A key as errors show it: up to its first space, tab, `=` or `:`. A key with one of those
-    /// is a name and its value without the colon between them (`{passphrase hunter2}`), and what
-    /// follows the name may be a secret.
+    /// A key as errors show it: up to its first character that no key has (keys are ASCII
+    /// letters, digits, `.`, `_` and `-`). A key with another character is most likely a name and
+    /// its value without the colon between them (`{passphrase hunter2}`, perhaps with a
+    /// non-breaking space), and what follows the name may be a secret.
     static func shownKey(_ key: String) -> String {
-        guard let cut = key.firstIndex(where: { $0 == " " || $0 == "\t" || $0 == "=" || $0 == ":" }) else { return key }
-        return String(key[..<cut]) + "…"
+        guard let cut = key.unicodeScalars.firstIndex(where: { scalar in
+            !(scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || ".-_".unicodeScalars.contains(scalar)))
+        }) else { return key }
+        return String(key.unicodeScalars[..<cut]) + "…"
+    }
+
+    /// Whether `key` is `known` with at most two letters added, dropped or changed, and made of
+    /// the characters keys are made of.
+    static func isMisspelling(_ key: String, of known: String) -> Bool {
+        let typed = Array(key.utf8), target = Array(known.utf8)
+        guard shownKey(key) == key, abs(typed.count - target.count) <= 2 else { return false }
+        // Edit distance, one row at a time.
+        var previous = Array(0...target.count)
+        for (row, byte) in typed.enumerated() {
+            var current = [row + 1] + Array(repeating: 0, count: target.count)
+            for column in 1...max(target.count, 1) where column <= target.count {
+                let substitution = previous[column - 1] + (byte == target[column - 1] ? 0 : 1)
+                current[column] = min(previous[column] + 1, current[column - 1] + 1, substitution)
+            }
+            previous = current
+        }
+        return previous[target.count] <= 2
     }
 
     func child(_ node: YAMLNode, path: String, isSecret: Bool = false) -> ConfigurationNode {

@@ -112,10 +112,11 @@ public final class BridgeStatusServer: Sendable {
         }
     }
 
-    /// `reason` with each control character (a line break from a client library's error text)
-    /// as a space: the contract's one-line reason, whatever it quotes.
+    /// `reason` with each control character (a line break from a client library's error text, a
+    /// line separator, a bidirectional override) as a space: the contract's one-line reason,
+    /// whatever it quotes.
     static func oneLine(_ reason: String) -> String {
-        String(String.UnicodeScalarView(reason.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : $0 }))
+        String(String.UnicodeScalarView(reason.unicodeScalars.map { LogLineFormatter.needsEscape($0) ? " " : $0 }))
     }
 }
 
