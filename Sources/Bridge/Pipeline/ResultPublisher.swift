@@ -148,8 +148,12 @@ final class ResultPublisher: ResultSink {
             // Key and headers alone nearly fill a record (possible only near the limit). When the
             // whole dead letter still fits, it goes as it is; otherwise the original headers go
             // first, then the key, so that the value has its room.
-            ResultRecordEncoder.appendDeadLetter(deadLetter, source: context.source, original: message.value, to: &value)
-            if value.count > budget {
+            // Written whole only when its original alone fits: an original far past the limit
+            // (control bytes take six bytes each) is not escaped just to be measured.
+            if (message.value.map(ResultRecordEncoder.deadLetterOriginalBytes) ?? 0) <= budget {
+                ResultRecordEncoder.appendDeadLetter(deadLetter, source: context.source, original: message.value, to: &value)
+            }
+            if value.isEmpty || value.count > budget {
                 value = []
                 headers = requestIDHeader
                 budget = deadLetterBudget(key: key, headers: headers)
