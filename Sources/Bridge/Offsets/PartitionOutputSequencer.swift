@@ -117,7 +117,10 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
         guard head > 0, head >= 64 || head == entries.count, head * 2 >= entries.count else { return }
         let live = entries.count - head
         if entries.capacity > Self.retainedCapacity, live < entries.capacity / 8 {
-            entries = Array(entries[head...])  // a new buffer of the live entries' size
+            var kept: [Entry] = []  // a new buffer: the live entries, and the storage always kept
+            kept.reserveCapacity(max(live, Self.retainedCapacity))
+            kept.append(contentsOf: entries[head...])
+            entries = kept
         } else {
             entries.removeFirst(head)
         }
