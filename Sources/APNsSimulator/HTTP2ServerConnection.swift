@@ -167,16 +167,23 @@ final class HTTP2ServerConnection: @unchecked Sendable {
     }
 
     /// Closes the connection to make room for a new one (the server chose it as idle longest):
-    /// with GOAWAY at once, or, when a request arrived since it was chosen, with a GOAWAY that
-    /// lets the requests received so far be answered first. Loop thread.
+    /// with GOAWAY at once when no whole request is open, or else with a GOAWAY that lets the
+    /// requests received so far be answered (and answers given be written out) first, for at
+    /// most ``drainTimeout``: a client that never takes its answers cannot keep the slot. Loop thread.
     func closeToMakeRoom() {
         precondition(loop.inEventLoop, "HTTP2ServerConnection is confined to its loop")
-        guard let session, streamsBeingAnswered > 0 else {
+        guard let session, streams.values.contains(where: \.dispatched) else {
             close()
             return
         }
         goAwayWhenDrained(lastStreamID: nghttp2_session_get_last_proc_stream_id(session))
+        _ = loop.schedule(afterNanoseconds: Self.drainTimeout.loopNanoseconds) { [weak self] in
+            self?.close()  // still draining (closed connections ignore it)
+        }
     }
+
+    /// How long a connection closed to make room may take to answer and write out what it has.
+    static let drainTimeout: Duration = .seconds(10)
 
     /// Closes the socket at once, without GOAWAY: open streams are lost. Loop thread.
     func drop() {
