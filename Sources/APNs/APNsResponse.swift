@@ -58,14 +58,14 @@ public struct APNsResponse: Sendable, Equatable {
     /// every result record carry them.
     public static let maximumKeptTextBytes = 256
 
-    /// `text`, or its first whole characters within ``maximumKeptTextBytes`` and `…`. Inlined:
+    /// `text`, or its first whole Unicode scalars within ``maximumKeptTextBytes`` and `…`. Inlined:
     /// on every answer the check is a length comparison, not a call that retains the string.
     @inline(__always)
     static func capped(_ text: String) -> String {
         text.utf8.count > maximumKeptTextBytes ? cut(text) : text
     }
 
-    /// `text`'s first whole characters within ``maximumKeptTextBytes``, and `…`.
+    /// `text`'s first whole Unicode scalars within ``maximumKeptTextBytes``, and `…` (three bytes more).
     private static func cut(_ text: String) -> String {
         var kept = String.UnicodeScalarView()
         var bytes = 0

@@ -119,7 +119,7 @@ public final class MockKafkaCluster: @unchecked Sendable {
         }
     }
 
-    /// How many errors pushed with ``pushBrokerRequestErrors(broker:apiKey:errors:)`` broker `id`
+    /// How many errors pushed with ``pushBrokerRequestErrors(broker:apiKey:errors:rttMilliseconds:)`` broker `id`
     /// has not answered with yet (nil when the cluster is closed or does not know the broker):
     /// a test reads 0 to know its requests met every injected error.
     public func pendingRequestErrors(broker id: Int32, apiKey: Int16) -> Int? {

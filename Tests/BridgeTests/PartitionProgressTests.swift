@@ -125,8 +125,6 @@ import Testing
         #expect(recorder.all.isEmpty)
     }
 
-    /// A revocation stores what completed since the last loop pass before the partition
-    /// leaves (librdkafka commits it then), and nothing after.
     /// A revoked partition lets its offsets go: work that never finishes (an endpoint that stays
     /// unreachable) cannot keep every revoked assignment's span in memory.
     @Test func aRevokedPartitionLetsItsPendingOffsetsGo() {
@@ -142,12 +140,15 @@ import Testing
         storedThenRevoked.storeAndRevoke { _, _ in Issue.record("nothing is committable") }
         for progress in [revokedAtOnce, storedThenRevoked] {
             #expect(progress.pendingCount == 0)
+            #expect(progress.offsetCapacity <= 64, "\(progress.offsetCapacity) offsets kept")  // a new tracker's
             progress.complete(0)  // finishing late changes nothing
             #expect(!progress.track(100_000))
         }
         #expect(recorder.all.isEmpty)
     }
 
+    /// A revocation stores what completed since the last loop pass before the partition
+    /// leaves (librdkafka commits it then), and nothing after.
     @Test func aRevocationStoresWhatCompletedBeforeThePartitionLeaves() {
         let recorder = StoreRecorder()
         let leaving = PartitionProgress(topicPartition: Self.topicPartition, storeQueue: recorder.queue)

@@ -160,6 +160,11 @@ final class PartitionProgress: Sendable {
         }
     }
 
+    /// Offsets the at-least-once tracker has room for (its memory).
+    var offsetCapacity: Int {
+        state.withLock { $0.tracker.capacity }
+    }
+
     /// Offsets consumed and not yet committable.
     var pendingCount: Int {
         state.withLock { isTransactional ? $0.sequencer.pendingCount : $0.tracker.pendingCount }
