@@ -48,12 +48,10 @@ final class TransactionCommitter: @unchecked Sendable {
         var revocations: [PartitionProgress] = []
         var stopRequested = false
         var isRunning = false
-        /// Whether transactions were initialised: before, no cycle ran and none will run for a
-        /// partition revoked meanwhile.
-        var isInitialized = false
     }
 
-    /// Whether transactions were initialised (set once, read by the consumer loop per record).
+    /// Whether transactions were initialised (set once, read by the consumer loop per record):
+    /// before, no cycle ran and none will run for a partition revoked meanwhile.
     private let initialized = Atomic<Bool>(false)
     private let producer: KafkaProducer
     private let consumer: KafkaConsumer
@@ -127,7 +125,7 @@ final class TransactionCommitter: @unchecked Sendable {
             // Before transactions are initialised (the coordinator not reachable yet) nothing of
             // these partitions was committed, and the first cycle lists only the partitions
             // still assigned: their outputs are dropped now, not after a wait for the coordinator.
-            guard control.isRunning, control.isInitialized else { return nil }
+            guard control.isRunning, isReady else { return nil }
             control.requestedCycles += 1
             control.revocations += revoking
             return control.requestedCycles
@@ -182,7 +180,6 @@ final class TransactionCommitter: @unchecked Sendable {
             finished.withLock { $0 = true }
         }
         guard initialize() else { return }
-        control.withLock { $0.isInitialized = true }
         initialized.store(true, ordering: .releasing)
         while true {
             let (ticket, revoking, stopping) = control.withLock { control in
