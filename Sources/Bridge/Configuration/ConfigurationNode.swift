@@ -142,11 +142,7 @@ struct ConfigurationNode {
     /// outputs included; the bridge reads named topics only.
     func topicName() throws(ConfigurationError) -> String {
         let text = try string()
-        let allowed = text.utf8.allSatisfy { byte in
-            EnvironmentExpansion.isLetter(byte) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: ".")
-                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-        }
-        guard allowed, text.utf8.count <= 249, text != ".", text != ".." else {
+        guard text.utf8.allSatisfy(Self.isNameByte), text.utf8.count <= 249, text != ".", text != ".." else {
             throw error("expected a topic name (at most 249 of A-Z a-z 0-9 . _ -; no patterns), \(got(text))")
         }
         return text
@@ -176,7 +172,7 @@ struct ConfigurationNode {
             let key = entry.key.scalarValue ?? ""
             guard Self.shownKey(key) == key else {
                 throw ConfigurationError(keyPath: "\(path).\(Self.shownKey(key))",
-                                         message: "a property name has no spaces, '=' or ':' (a colon missing after the name?)",
+                                         message: "a property name is made of letters, digits, '.', '_' and '-' (a colon missing after the name?)",
                                          line: entry.key.line)
             }
             let value = child(entry.value, path: "\(path).\(key)", isSecret: BridgeConfiguration.isSecretKafkaProperty(key))
@@ -213,29 +209,32 @@ struct ConfigurationNode {
         return ConfigurationMapping(parent: self, entries: entries)
     }
 
-    /// A key as errors show it: up to its first character that no key has (keys are ASCII
-    /// letters, digits, `.`, `_` and `-`). A key with another character is most likely a name and
-    /// its value without the colon between them (`{passphrase hunter2}`, perhaps with a
-    /// non-breaking space), and what follows the name may be a secret.
+    /// Whether `byte` may be part of a key or a topic name: ASCII letters, digits, `.`, `_`, `-`.
+    static func isNameByte(_ byte: UInt8) -> Bool {
+        EnvironmentExpansion.isLetter(byte) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: ".")
+            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+    }
+
+    /// A key as errors show it: up to its first byte that no key has (``isNameByte(_:)``). A key
+    /// with another character is most likely a name and its value without the colon between them
+    /// (`{passphrase hunter2}`, perhaps with a non-breaking space), and what follows the name may
+    /// be a secret.
     static func shownKey(_ key: String) -> String {
-        guard let cut = key.unicodeScalars.firstIndex(where: { scalar in
-            !(scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || ".-_".unicodeScalars.contains(scalar)))
-        }) else { return key }
-        return String(key.unicodeScalars[..<cut]) + "…"
+        guard let cut = key.utf8.firstIndex(where: { !isNameByte($0) }) else { return key }
+        return String(decoding: key.utf8[..<cut], as: UTF8.self) + "…"
     }
 
     /// Whether `key` is `known` with at most two letters added, dropped or changed, and made of
     /// the characters keys are made of.
     static func isMisspelling(_ key: String, of known: String) -> Bool {
         let typed = Array(key.utf8), target = Array(known.utf8)
-        guard shownKey(key) == key, abs(typed.count - target.count) <= 2 else { return false }
-        // Edit distance, one row at a time.
+        guard typed.allSatisfy(isNameByte), abs(typed.count - target.count) <= 2 else { return false }
+        // Edit distance, one row at a time: `previous[j]` turns the typed bytes so far into `target[..<j]`.
         var previous = Array(0...target.count)
         for (row, byte) in typed.enumerated() {
-            var current = [row + 1] + Array(repeating: 0, count: target.count)
-            for column in 1...max(target.count, 1) where column <= target.count {
-                let substitution = previous[column - 1] + (byte == target[column - 1] ? 0 : 1)
-                current[column] = min(previous[column] + 1, current[column - 1] + 1, substitution)
+            var current = [row + 1]
+            for (column, expected) in target.enumerated() {
+                current.append(min(previous[column + 1] + 1, current[column] + 1, previous[column] + (byte == expected ? 0 : 1)))
             }
             previous = current
         }
