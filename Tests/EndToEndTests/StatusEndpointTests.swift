@@ -136,6 +136,19 @@ struct StatusEndpointTests {
         #expect(await eventually(timeout: .seconds(20)) { bridge.get("/healthz")?.status == 200 })
     }
 
+    /// `/readyz` answers in one line whatever its reason quotes (a client library's error text
+    /// may hold line breaks): control characters are escaped, as in log lines.
+    @Test func aReasonWithLineBreaksIsAnsweredInOneLine() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let bridge = try RunningBridge(environment, groupID: "status-one-line")
+        defer { bridge.stop() }
+        bridge.pipeline.fail("broker said:\nHTTP/1.1 200 OK\r\n\u{2028}ready")
+        let answer = try #require(bridge.get("/readyz"))
+        #expect(answer.status == 503)
+        #expect(answer.body == "stopping after a fatal error: broker said:\\nHTTP/1.1 200 OK\\r\\n\\u{2028}ready\n", "\(answer.body)")
+    }
+
     /// A consumer thread stuck inside `poll` (here in its statistics callback, as it would be
     /// in a log write to a full pipe) turns `/healthz` to 503 saying so; it recovers when the
     /// thread goes round again.

@@ -103,20 +103,13 @@ public final class BridgeStatusServer: Sendable {
         case "/readyz":
             switch pipeline.readiness {
             case .ready: return .text(200, "ready")
-            case .notReady(let reason): return .text(503, oneLine(reason))
+            case .notReady(let reason): return .text(503, LogLineFormatter.escapingControlCharacters(reason))  // one line
             }
         case "/":
             return .text(200, "apns-bridge: GET /metrics, /healthz, /readyz")
         default:
             return .text(404, "not found: GET /metrics, /healthz or /readyz")
         }
-    }
-
-    /// `reason` with each control character (a line break from a client library's error text, a
-    /// line separator, a bidirectional override) as a space: the contract's one-line reason,
-    /// whatever it quotes.
-    static func oneLine(_ reason: String) -> String {
-        String(String.UnicodeScalarView(reason.unicodeScalars.map { LogLineFormatter.needsEscape($0) ? " " : $0 }))
     }
 }
 

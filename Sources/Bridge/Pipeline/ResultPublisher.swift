@@ -146,10 +146,9 @@ final class ResultPublisher: ResultSink {
         var value: [UInt8] = []
         if budget < ResultPublisher.minimumDeadLetterBytes {
             // Key and headers alone nearly fill a record (possible only near the limit). When the
-            // whole dead letter still fits, it goes as it is; otherwise the original headers go
-            // first, then the key, so that the value has its room.
-            // Written whole only when its original alone fits: an original far past the limit
-            // (control bytes take six bytes each) is not escaped just to be measured.
+            // whole dead letter still fits, it goes as it is (written whole only when its original
+            // alone fits: one far past the limit is not escaped just to be measured); otherwise
+            // the original headers go first, then the key, so that the value has its room.
             if (message.value.map(ResultRecordEncoder.deadLetterOriginalBytes) ?? 0) <= budget {
                 ResultRecordEncoder.appendDeadLetter(deadLetter, source: context.source, original: message.value, to: &value)
             }
