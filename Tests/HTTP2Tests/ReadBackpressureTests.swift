@@ -21,17 +21,9 @@ import Testing
     /// watched for neither reading nor writing. Every stream must still be answered.
     @Test(.timeLimit(.minutes(1)))
     func readingPausedForBackpressureResumesAfterAFlushWritesEverythingOut() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 1000)
-        defer { server.stop() }
-        let proxy = try PausableTCPProxy(serverPort: server.port)
-        defer { proxy.stop() }
-        // Streams outlive the test's waits: a stuck connection shows as streams never answered.
-        let client = try TestClient(port: proxy.port, tls: try TLSClientContext(credentials.clientConfiguration),
-                                    streamTimeoutNanoseconds: 120_000_000_000)
-        defer { client.loop.shutdown() }
-        let connection = client.connection
+        let fixture = try ProxiedClient()
+        defer { fixture.tearDown() }
+        let proxy = fixture.proxy, client = fixture.client, connection = client.connection
 
         #expect(try await client.connect())
         #expect(await client.submit(largeRequest(tag: 0), tag: 0))
@@ -115,16 +107,9 @@ extension ReadBackpressureTests {
     /// one frame at most, however many are submitted.
     @Test(.timeLimit(.minutes(1)))
     func theOutputStopsAtItsMarkWhileThePeerDoesNotRead() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 1000)
-        defer { server.stop() }
-        let proxy = try PausableTCPProxy(serverPort: server.port)
-        defer { proxy.stop() }
-        let client = try TestClient(port: proxy.port, tls: try TLSClientContext(credentials.clientConfiguration),
-                                    streamTimeoutNanoseconds: 120_000_000_000)
-        defer { client.loop.shutdown() }
-        let connection = client.connection
+        let fixture = try ProxiedClient()
+        defer { fixture.tearDown() }
+        let proxy = fixture.proxy, client = fixture.client, connection = client.connection
         #expect(try await client.connect())
         guard let tls = await onLoop(client.loop, { connection.connection }) else {
             Issue.record("the client has no TLS connection")
@@ -150,6 +135,30 @@ extension ReadBackpressureTests {
         proxy.resumeReadingFromClient()
         #expect(await eventually(timeout: .seconds(40)) { client.delegate.finishCount == Int(Self.maxLargeStreams) })
         try await client.stop()
+    }
+}
+
+/// An echo server behind a proxy that can stop reading from the client, and a client of it.
+/// Streams outlive the tests' waits: a stuck connection shows as streams never answered.
+private struct ProxiedClient {
+    let credentials: TestCredentials
+    let server: TestServer
+    let proxy: PausableTCPProxy
+    let client: TestClient
+
+    init() throws {
+        credentials = try TestCredentials()
+        server = try TestServer(tls: try credentials.serverContext(), maxConcurrentStreams: 1000)
+        proxy = try PausableTCPProxy(serverPort: server.port)
+        client = try TestClient(port: proxy.port, tls: try TLSClientContext(credentials.clientConfiguration),
+                                streamTimeoutNanoseconds: 120_000_000_000)
+    }
+
+    func tearDown() {
+        client.loop.shutdown()
+        proxy.stop()
+        server.stop()
+        credentials.remove()
     }
 }
 
