@@ -170,7 +170,11 @@ import Testing
         let cases: [(String, String)] = [
             ("{\(token),\"payload\":{},\"priority\":7}", "field \"priority\": must be 10, 5 or 1"),
             ("{\(token),\"payload\":{},\"priority\":\"10\"}", "field \"priority\": must be 10, 5 or 1"),
-            ("{\(token),\"payload\":{},\"priority\":10.0}", "field \"priority\": must be 10, 5 or 1"),
+            ("{\(token),\"payload\":{},\"priority\":10.5}", "field \"priority\": must be 10, 5 or 1"),
+            ("{\(token),\"payload\":{},\"priority\":7.0}", "field \"priority\": must be 10, 5 or 1"),
+            ("{\(token),\"payload\":{},\"expiration\":17e-1}", "field \"expiration\""),
+            ("{\(token),\"payload\":{},\"expiration\":1e19}", "field \"expiration\""),
+            ("{\(token),\"payload\":{},\"expiration\":-1.0e3}", "field \"expiration\""),
             ("{\(token),\"payload\":{},\"expiration\":-1}", "field \"expiration\""),
             ("{\(token),\"payload\":{},\"expiration\":1.5}", "field \"expiration\""),
             ("{\(token),\"payload\":{},\"push_type\":\"email\"}", "field \"push_type\": unknown push type \"email\""),
@@ -209,6 +213,24 @@ import Testing
         #expect(deadLetter("{\(token),\"payload\":{},\"id\":\"\(id256)\",\"collapse_id\":\"\(String(repeating: "c", count: 64))\"}") == nil)
         // Null counts as absent; unknown fields are ignored.
         #expect(deadLetter("{\(token),\"payload\":{},\"priority\":null,\"tokens\":null,\"whatever\":[1,{}]}") == nil)
+    }
+
+    /// JSON has one number type: a whole number written with a fraction or an exponent (as
+    /// producers whose numbers are floating point write them) is the same number.
+    @Test func wholeNumbersWithAFractionOrAnExponentAreAccepted() throws {
+        let token = "\"token\":\"\(Self.tokenA)\",\"payload\":{}"
+        let cases: [(String, priority: Int, expiration: Int64)] = [
+            ("\"priority\":10.0,\"expiration\":1700000000.0", 10, 1_700_000_000),
+            ("\"priority\":5e0,\"expiration\":1.7e9", 5, 1_700_000_000),
+            ("\"priority\":1.00,\"expiration\":17E+8", 1, 1_700_000_000),
+            ("\"priority\":50e-1,\"expiration\":0.0", 5, 0),
+            ("\"priority\":100.0e-1,\"expiration\":-0", 10, 0),
+        ]
+        for (fields, priority, expiration) in cases {
+            let decoded = try request("{\(token),\(fields)}")
+            #expect(decoded.priority == priority, "\(fields)")
+            #expect(decoded.expiration == expiration, "\(fields)")
+        }
     }
 
     @Test func appSelection() {

@@ -127,14 +127,14 @@ public struct PushRequestDecoder: Sendable {
 
         var priority = pushType.defaultPriority
         if let value = fields.priority {
-            guard let number = value.int64Value, Self.isPriority(number) else {
+            guard let number = value.integralValue, Self.isPriority(number) else {
                 throw invalid("priority", "must be 10, 5 or 1")
             }
             priority = Int(number)
         }
         var expiration: Int64?
         if let value = fields.expiration {
-            guard let number = value.int64Value, number >= 0 else {
+            guard let number = value.integralValue, number >= 0 else {
                 throw invalid("expiration", "must be a non-negative integer (unix seconds)")
             }
             expiration = number

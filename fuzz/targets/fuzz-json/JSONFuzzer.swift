@@ -38,7 +38,12 @@ enum JSONFuzzer {
     static func walk(_ value: JSONValue, depth: Int) {
         precondition(depth <= JSONScanner.defaultMaximumDepth + 1, "nesting deeper than the limit was accepted")
         _ = value.stringValue
-        _ = value.int64Value
+        if let plain = value.int64Value {
+            precondition(value.integralValue == plain, "an integer read differently by value than as written")
+        }
+        if let whole = value.integralValue, let text = value.numberText, let double = Double(text) {
+            precondition(abs(Double(whole) - double) <= abs(double) * 1e-15, "\(text) read as the whole number \(whole)")
+        }
         _ = value.boolValue
         _ = value.numberText
         _ = value.rawBytes
