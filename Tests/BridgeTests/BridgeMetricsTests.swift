@@ -52,6 +52,15 @@ import Testing
         #expect(text.contains("apns_bridge_records_consumed_total{topic=\"apns.bulk\"} 0\n"))
         #expect(text.contains("apns_bridge_dead_letters_total{error=\"invalid_json\"} 0\n"))
         #expect(text.contains("# TYPE apns_bridge_apns_responses_total counter\n"))
+        // The answers that say an app's credentials are refused, for the alert on their increase;
+        // no other answer's series until it happens.
+        let responses = Self.samples(text, "apns_bridge_apns_responses_total")
+        #expect(responses.count == 2 * MetricLabels.credentialRefusalReasons.count)
+        for app in ["chat", "news"] {
+            for reason in ["InvalidProviderToken", "BadCertificate", "MissingProviderToken", "Forbidden"] {
+                #expect(responses["apns_bridge_apns_responses_total{app=\"\(app)\",status=\"403\",reason=\"\(reason)\"}"] == 0)
+            }
+        }
         #expect(text.contains("# TYPE apns_bridge_retries_total counter\n"))
         #expect(text.contains("# TYPE process_cpu_seconds_total counter\n"))
     }
@@ -103,7 +112,7 @@ import Testing
             metrics.recordInvalidToken(app: "chat", reason: "Reason\(index)")
         }
         let text = metrics.registry.render()
-        let responses = Self.samples(text, "apns_bridge_apns_responses_total")
+        let responses = Self.samples(text, "apns_bridge_apns_responses_total").filter { $0.value != 0 }
         #expect(responses == [
             "apns_bridge_apns_responses_total{app=\"chat\",status=\"other\",reason=\"other\"}": 500,
             "apns_bridge_apns_responses_total{app=\"chat\",status=\"400\",reason=\"other\"}": 500,

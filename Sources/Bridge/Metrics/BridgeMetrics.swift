@@ -89,6 +89,9 @@ public final class BridgeMetrics: Sendable {
                 ("reason", reasons[index % reasons.count]),
             ], registry: registry)
         }
+        for reason in MetricLabels.credentialRefusalReasons {
+            _ = responses.counter(at: MetricLabels.responseIndex(status: 403, reason: reason.rawValue))
+        }
         let retries = CounterTable(count: MetricLabels.retryCauses.count) { index in
             Counter(label: "apns_bridge_retries_total", dimensions: [("app", app), ("cause", MetricLabels.retryCauses[index])],
                     registry: registry)

@@ -13,6 +13,14 @@ enum MetricLabels {
     /// HTTP statuses Apple documents for APNs answers.
     static let apnsStatuses = [200, 400, 403, 404, 405, 410, 413, 429, 500, 503]
 
+    /// The 403 reasons that say an app's credentials are refused: every documented one but
+    /// `ExpiredProviderToken`, which the bridge answers with a fresh token. Their series exist
+    /// from the start (at zero), so that an alert on them sees the first refusal as an increase.
+    static let credentialRefusalReasons: [APNsReason] = [
+        .badCertificate, .badCertificateEnvironment, .forbidden, .invalidProviderToken, .missingProviderToken,
+        .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken,
+    ]
+
     /// `status` label values: the documented statuses, then `other`.
     static let statusValues = apnsStatuses.map(String.init) + [other]
 
