@@ -49,7 +49,8 @@ struct YAMLTreeBuilder {
         var items: [YAMLNode] = []
         var entries: [YAMLMappingEntry] = []
         var pendingKey: YAMLNode?
-        var seenKeys: Set<String> = []
+        /// Each key of a mapping and where it first appeared.
+        var seenKeys: [String: YAMLPosition] = [:]
 
         static func sequence(_ start: YAMLPosition) -> Frame { Frame(isMapping: false, start: start) }
         static func mapping(_ start: YAMLPosition) -> Frame { Frame(isMapping: true, start: start) }
@@ -143,10 +144,13 @@ struct YAMLTreeBuilder {
             throw YAMLError(line: node.line, column: node.column,
                             problem: "complex (non-scalar) mapping keys are not supported")
         }
-        guard stack[top].seenKeys.insert(text).inserted else {
+        if let first = stack[top].seenKeys[text] {
+            // Not quoted: a key can be a secret written in the wrong place, and the two
+            // positions find it as surely.
             throw YAMLError(line: position.line, column: position.column,
-                            problem: "duplicate mapping key \"\(text)\"")
+                            problem: "duplicate mapping key (the same key as at line \(first.line), column \(first.column))")
         }
+        stack[top].seenKeys[text] = position
         stack[top].pendingKey = node
     }
 
