@@ -63,7 +63,9 @@ enum CommandLineInterface {
     /// and applies its log settings.
     static func loadConfiguration(_ options: CommandLineOptions) throws -> BridgeConfiguration {
         let environment = ProcessEnvironment.variables
-        let path = options.value("config") ?? environment["APNS_BRIDGE_CONFIG"] ?? "config/bridge.yaml"
+        // An empty variable counts as unset (a compose file's `APNS_BRIDGE_CONFIG:` blanks it).
+        let fromEnvironment = environment["APNS_BRIDGE_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = options.value("config") ?? fromEnvironment ?? "config/bridge.yaml"
         guard path != BridgeConfiguration.notUTF8EnvironmentValue else {
             throw ConfigurationError(keyPath: "", message: "environment variable APNS_BRIDGE_CONFIG is not valid UTF-8")
         }

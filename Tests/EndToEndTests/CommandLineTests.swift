@@ -154,6 +154,11 @@ struct CommandLineTests {
         let found = try BridgeBinary.runThroughShell(script, [directory.path, BridgeBinary.url.path])
         #expect(found.status == 2)
         #expect(found.error.contains("kafka.group_id_default_path"), "\(found.error)")
+        // Set but empty counts as unset.
+        let blank = try BridgeBinary.runThroughShell(#"cd "$0" && APNS_BRIDGE_CONFIG= exec "$1" check"#,
+                                                     [directory.path, BridgeBinary.url.path])
+        #expect(blank.status == 2)
+        #expect(blank.error.contains("kafka.group_id_default_path"), "\(blank.error)")
     }
 
     @Test func checkHasLibrdkafkaValidateEveryPassedThroughPropertyWithoutConnecting() throws {
