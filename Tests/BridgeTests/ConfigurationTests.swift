@@ -165,6 +165,22 @@ import Testing
         }
     }
 
+    /// In `[ ]` and `{ }` YAML reads a reference's braces as the collection's: unquoted, it is a
+    /// syntax error that says to quote it; quoted, it works.
+    @Test func referencesInFlowCollectionsNeedQuotesAndTheErrorSaysSo() throws {
+        let app = "apps: [{name: c, bundle_id: b, auth: {type: token, key_file: k, key_id: ABC123DEFG, team_id: TEAM123456}}]"
+        for line in ["  topics: [${TOPIC:-apns.requests}]", "  consumer: {sasl.password: ${KAFKA_PASSWORD}}"] {
+            let error = try #require(parseError("kafka:\n  brokers: b:1\n\(line)\n\(app)", environment: ["KAFKA_PASSWORD": "pw"]))
+            #expect(error.message.hasPrefix("invalid YAML: line 3"), "\(error.message)")
+            #expect(error.message.contains("inside [ ] or { } a ${VAR} reference must be quoted"), "\(error.message)")
+        }
+        let quoted = try BridgeConfiguration.parse(
+            yaml: "kafka:\n  brokers: b:1\n  topics: [\"${TOPIC:-apns.requests}\"]\n\(app)", environment: [:])
+        #expect(quoted.kafka.topics == ["apns.requests"])
+        // Another syntax error gets no such hint.
+        #expect(parseError("kafka: [b:1\n\(app)")?.message.contains("${VAR}") == false)
+    }
+
     /// What a value or key brings along (an escape sequence, a line break, a bidirectional
     /// override) is escaped in the error, so printing it cannot forge lines or recolour a terminal.
     @Test func controlCharactersInValuesAndKeysAreEscapedInErrors() throws {

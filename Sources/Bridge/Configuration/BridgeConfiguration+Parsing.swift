@@ -35,6 +35,15 @@ extension BridgeConfiguration {
         return try parse(yaml: text, environment: environment)
     }
 
+    /// The likely cause of a syntax error in `[ ]` or `{ }` on a line holding `${`: YAML reads the
+    /// reference's braces as the collection's own. Empty for any other error.
+    static func flowStyleHint(_ error: YAMLError, _ yaml: String) -> String {
+        guard error.problem.contains("flow"), error.line >= 1,
+              let line = yaml.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(error.line - 1).first,
+              line.contains("${") else { return "" }
+        return "; inside [ ] or { } a ${VAR} reference must be quoted: \"${VAR}\""
+    }
+
     /// Parses and validates configuration YAML. `${VAR}` references are read from `environment`.
     public static func parse(yaml: String,
                              environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> BridgeConfiguration {
@@ -42,7 +51,8 @@ extension BridgeConfiguration {
         do {
             root = try YAMLParser.parse(yaml) ?? .mapping([], position: YAMLPosition(line: 1, column: 1))
         } catch {
-            throw ConfigurationError(keyPath: "", message: "invalid YAML: \(error.description)", line: error.line)
+            throw ConfigurationError(keyPath: "", message: "invalid YAML: \(error.description)\(flowStyleHint(error, yaml))",
+                                     line: error.line)
         }
         let top = try ConfigurationNode(node: root, path: "", environment: environment)
             .mapping(allowed: ["kafka", "apns", "apps", "limits", "http", "log", "shutdown_timeout"])
