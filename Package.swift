@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
 
 /// apns-bridge: Kafka → APNs over HTTP/2 → Kafka results.
