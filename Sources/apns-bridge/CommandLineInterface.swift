@@ -38,6 +38,8 @@ enum CommandLineInterface {
             case "demo": return try DemoCommand.main(rest)
             case "bench": return try BenchCommand.main(rest)
             case "--version", "version": write("apns-bridge \(version)\n", to: 1); return 0
+            case "help" where rest.count == 1 && rest[0] != "help":
+                return main([rest[0], "--help"])  // `help COMMAND` is `COMMAND --help`
             case "--help", "-h", "help": write(usage, to: 1); return 0
             default:
                 write("apns-bridge: unknown command '\(command)'\n\n" + usage, to: 2)

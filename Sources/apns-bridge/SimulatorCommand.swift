@@ -62,6 +62,9 @@ enum SimulatorCommand {
 
             """, to: 1)
         } else {
+            guard options.value("cert") != nil || options.value("key") != nil else {
+                throw CommandLineOptions.UsageError(description: "either --credentials DIR or --cert FILE --key FILE is required")
+            }
             configuration = APNsSimulatorConfiguration(
                 host: host, port: port, certificateFile: try options.required("cert"), privateKeyFile: try options.required("key")
             )

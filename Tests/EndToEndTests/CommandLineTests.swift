@@ -331,7 +331,14 @@ struct CommandLineTests {
             let help = try BridgeBinary.run([command, "--help"])
             #expect(help.status == 0, "\(command)")
             #expect((help.output + help.error).contains("Usage: apns-bridge \(command)"), "\(command)")
+            let helpCommand = try BridgeBinary.run(["help", command])
+            #expect(helpCommand.status == 0, "help \(command)")
+            #expect(helpCommand.output == help.output, "help \(command)")
         }
+        #expect(try BridgeBinary.run(["help", "frobnicate"]).status == 2)
+        let simulator = try BridgeBinary.run(["simulator"])
+        #expect(simulator.status == 2)
+        #expect(simulator.error.contains("either --credentials DIR or --cert FILE --key FILE is required"), "\(simulator.error)")
     }
 }
 
