@@ -143,7 +143,19 @@ public final class KafkaProducer: @unchecked Sendable {
             enforced.append(("transactional.id", transactionalID))
         }
         let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
-        return try RDKafkaClient(kind: .producer, properties: enforced + passedThrough + extra, context: context)
+        let client = try RDKafkaClient(kind: .producer, properties: enforced + passedThrough + extra, context: context)
+        // librdkafka answers "queue full" to a record larger than the queue's byte bound however
+        // empty the queue is: one dead letter of `message.max.bytes` would wait for room forever,
+        // and every output after it (the outbox keeps their order) with it. Read back as parsed.
+        if let kilobytes = client.effectiveProperty("queue.buffering.max.kbytes").flatMap({ Int($0) }),
+           let recordBytes = client.effectiveProperty("message.max.bytes").flatMap({ Int($0) }), kilobytes * 1024 < recordBytes {
+            client.destroy()
+            throw KafkaError.configuration("""
+                Kafka producer property "queue.buffering.max.kbytes" (\(kilobytes)) must hold one record of \
+                message.max.bytes (\(recordBytes) bytes): a record that large is never accepted into a smaller queue
+                """)
+        }
+        return client
     }
 
     /// Checks the settings a producer would run with, as librdkafka checks them when it creates

@@ -197,6 +197,12 @@ struct CommandLineTests {
             #expect(together.0 == 2)
             #expect(together.1.contains("kafka.producer: could not create the Kafka client: `max.in.flight` must be set <= 5"))
         }
+        // A queue too small for one record of message.max.bytes would hold a large dead letter forever.
+        let smallQueue = try check("  producer: {queue.buffering.max.kbytes: \"512\"}")
+        #expect(smallQueue.0 == 2)
+        #expect(smallQueue.1.contains("kafka.producer: Kafka producer property \"queue.buffering.max.kbytes\" (512) must hold one record"),
+                "\(smallQueue.1)")
+        #expect(try check("  producer: {queue.buffering.max.kbytes: \"512\", message.max.bytes: \"500000\"}").1.contains("apps.chat.auth"))
         // Valid properties pass librdkafka; the check goes on to the (missing) key file.
         let valid = try check("  producer: {linger.ms: 5, compression.type: lz4}")
         #expect(valid.0 == 2)

@@ -18,6 +18,25 @@ struct KafkaProducerTests {
         }
     }
 
+    /// librdkafka answers "queue full" to a record above the queue's byte bound even when the queue
+    /// is empty, so a queue smaller than one record of `message.max.bytes` is refused at the start.
+    @Test func aQueueSmallerThanTheLargestRecordIsRefused() throws {
+        for (properties, refused) in [(["queue.buffering.max.kbytes": "512"], true),
+                                      (["queue.buffering.max.kbytes": "977"], false),
+                                      (["queue.buffering.max.kbytes": "512", "message.max.bytes": "524288"], false),
+                                      (["queue.buffering.max.kbytes": "512", "message.max.bytes": "524289"], true)] {
+            do {
+                let producer = try KafkaProducer(bootstrapServers: "127.0.0.1:9", properties: properties,
+                                                 logger: KafkaTestSupport.logger, deliveryHandler: { _, _ in })
+                producer.close(flushTimeoutMilliseconds: 0)
+                #expect(!refused, "\(properties)")
+            } catch {
+                #expect(refused, "\(properties): \(error)")
+                #expect("\(error)".contains("queue.buffering.max.kbytes"), "\(error)")
+            }
+        }
+    }
+
     @Test func everyMessageGetsOneDeliveryReportWithItsTag() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
