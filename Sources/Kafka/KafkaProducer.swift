@@ -152,7 +152,8 @@ public final class KafkaProducer: @unchecked Sendable {
             client.destroy()
             throw KafkaError.configuration("""
                 Kafka producer property "queue.buffering.max.kbytes" (\(kilobytes)) must hold one record of \
-                message.max.bytes (\(recordBytes) bytes): a record that large is never accepted into a smaller queue
+                message.max.bytes (\(recordBytes) bytes), so at least \((recordBytes + 1023) / 1024): a record that \
+                large is never accepted into a smaller queue
                 """)
         }
         return client
