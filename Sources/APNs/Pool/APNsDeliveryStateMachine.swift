@@ -176,7 +176,7 @@ struct APNsDeliveryStateMachine {
             entry.attempts += 1
             return .finish(Entry.result(of: answer, attempts: entry.attempts))
         }
-        let delay: Int64
+        var delay: Int64
         if cause.countsAsAttempt {
             entry.attempts += 1
             entry.lastAnswer = copy answer
@@ -194,14 +194,20 @@ struct APNsDeliveryStateMachine {
                 ? configuration.notProcessedBackoff.equalJitterNanoseconds(attempt: resends, jitter: jitter)
                 : configuration.slowNotProcessedBackoff.equalJitterNanoseconds(attempt: resends - quick, jitter: jitter)
         }
-        let dueAt = now.nanoseconds + delay
-        // Never past the notification's expiration: if the retry would come after it, stop now.
-        // Compared in whole seconds (the same test as in milliseconds, for times after 1970):
-        // any non-negative Int64 is a valid expiration, and `expiration * 1000` would overflow.
+        // Never past the notification's expiration. Compared in whole seconds (the same test as in
+        // milliseconds, for times after 1970): any non-negative Int64 is a valid expiration, and
+        // `expiration * 1000` would overflow; within this branch it cannot.
         if let expiration = entry.pending.notification.expiration, expiration > 0,
            (now.unixMilliseconds + delay / 1_000_000) / 1000 >= expiration {
-            return .finish(entry.resultWithoutAnotherAttempt)
+            // A counted retry whose draw fell past the expiration is drawn again (full jitter)
+            // within the time left, when at least the first backoff is left; otherwise it stops.
+            let leftNanoseconds = (expiration * 1000 - now.unixMilliseconds) * 1_000_000
+            guard cause.countsAsAttempt, leftNanoseconds >= configuration.retryBackoff.initialNanoseconds else {
+                return .finish(entry.resultWithoutAnotherAttempt)
+            }
+            delay = min(Int64(Double(leftNanoseconds) * jitter.next()), leftNanoseconds - 1_000_000)
         }
+        let dueAt = now.nanoseconds + delay
         retries.insert(entry, dueAt: dueAt)
         return .retry(cause, dueAt: dueAt)
     }

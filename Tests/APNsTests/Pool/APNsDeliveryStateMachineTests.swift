@@ -119,6 +119,37 @@ import Testing
         #expect(response.status == 503 && result!.attempts == causes.count + 1)
     }
 
+    /// A retry whose draw would fall past the expiration is drawn again within the time left,
+    /// rather than given up while a retry was still allowed; with less than the first backoff
+    /// left, it stops.
+    @Test func aRetryDrawnPastTheExpirationIsDrawnAgainWithinTheTimeLeft() {
+        let expiration = instant(nanoseconds: 0).unixSeconds + 10
+        // Full jitter at 0.9 of 100 ms doubling: requests at 0, 0.09, 0.27, 0.63, 1.35, 2.79 and
+        // 5.67 s; the next draw (5.76 s) would land at 11.43 s, past the expiration.
+        var delivery = machine(maxAttempts: 10, jitter: fixedJitter(0.9))
+        delivery.enqueue([pendingNotification(tag: 1, expiration: expiration)], now: 0)
+        let (result, _, delays) = runUntilFinished(&delivery) { request in
+            request < 7 ? Self.unavailable : .response(APNsResponse(status: 200))
+        }
+        #expect(result?.attempts == 8)
+        guard case .response(let response)? = result?.outcome else {
+            Issue.record("expected the 200, got \(String(describing: result))")
+            return
+        }
+        #expect(response.status == 200)
+        #expect(delays.count == 7)
+        // 0.9 of the 4.33 s left: the eighth request at about 9.57 s.
+        #expect(delays.reduce(0, +) > 9 * second && delays.reduce(0, +) < 10 * second)
+
+        // Always refused: retried in the time left until less than the first backoff remains.
+        var refused = machine(maxAttempts: 1_000, jitter: fixedJitter(0.9))
+        refused.enqueue([pendingNotification(tag: 1, expiration: expiration)], now: 0)
+        let (last, causes, spacing) = runUntilFinished(&refused) { _ in Self.unavailable }
+        #expect(causes.count == 8, "\(spacing)")  // 9.57 s, then 0.9 of the 0.43 s left; then 40 ms left
+        #expect(spacing.reduce(0, +) < 10 * second)
+        #expect(last?.attempts == 9)
+    }
+
     /// Any non-negative Int64 is a valid `expiration` (contract §2); the deadline arithmetic of
     /// a retry must not overflow on the largest.
     @Test func theLargestExpirationIsRetriedLikeNone() {
