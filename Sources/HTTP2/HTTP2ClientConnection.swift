@@ -117,6 +117,8 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var nextAddressIndex = 0
     private var lastConnectError = ""
     private var startedAt: UInt64 = 0
+    /// When the attempt on the current address began (its TCP connect and TLS handshake).
+    private var addressStartedAt: UInt64 = 0
     private var sweepTimer: EventLoopTimer?
     private var expiredScratch: [Int32] = []
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, clamped to `maxStreamsPerConnection`.
@@ -331,6 +333,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 }
                 let connection = TLSConnection(fd: fd, ssl: ssl, loop: loop, owner: self, connecting: true)
                 self.connection = connection
+                addressStartedAt = monotonicNanoseconds()
                 connection.start()
                 return
             } catch {
@@ -356,6 +359,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private func sweep() {
         guard state != .closed else { return }
         let now = monotonicNanoseconds()
+        if state == .connecting, let connection, nextAddressIndex < addresses.count,
+           now - addressStartedAt > Self.connectTimeoutNanoseconds / 2 {
+            // A silent address (dropped SYNs, a handshake never answered) gives way to the next
+            // one after half the deadline, as a refused connect does at once.
+            connection.close(reason: "\(TLSConnection.connectFailedPrefix)no answer within \(Self.connectTimeoutNanoseconds / 2_000_000_000) s",
+                             graceful: false)
+            return
+        }
         if state == .connecting || state == .waitingForSettings {
             if now - startedAt > Self.connectTimeoutNanoseconds {
                 if let connection {

@@ -1,4 +1,5 @@
 @testable import HTTP2
+import Glibc
 import Observability
 import Testing
 
@@ -102,5 +103,56 @@ final class HangingLookup: Sendable {
 
         await onLoop(loop) { for (connection, _) in waiting + reconnects + later { connection.close() } }
         #expect(await eventually { (waiting + reconnects + later).allSatisfy { $0.1.closeReason != nil } })
+    }
+
+    /// A host whose first address is silent (it takes the TCP connection into its backlog and
+    /// never answers the TLS handshake, as a dead or black-holed address does): the attempt moves
+    /// to the next address after half the connect deadline, instead of failing at the deadline and
+    /// trying the same silent address again on every reconnect.
+    @Test(.timeLimit(.minutes(1)))
+    func aSilentFirstAddressGivesWayToTheNextOne() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let server = try TestServer(tls: try credentials.serverContext())
+        defer { server.stop() }
+        let tls = try TLSClientContext(credentials.clientConfiguration)
+        let loop = try EventLoop(name: "silent-address-test")
+        defer { loop.shutdown() }
+
+        // A listening socket that never accepts.
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(silent >= 0)
+        defer { Glibc.close(silent) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(silent, pointer, length) == 0 && listen(silent, 8) == 0 && getsockname(silent, pointer, &length) == 0
+            }
+        }
+        #expect(bound)
+        let silentPort = Int(UInt16(bigEndian: address.sin_port))
+
+        let serverPort = server.port
+        let previous = HostResolver.shared.replaceLookup { host, port in
+            guard host == "localhost", port == serverPort else { return try SocketAddress.resolve(host: host, port: port) }
+            return try SocketAddress.resolve(host: "127.0.0.1", port: silentPort)
+                + SocketAddress.resolve(host: "127.0.0.1", port: serverPort)
+        }
+        defer { _ = HostResolver.shared.replaceLookup(previous) }
+
+        let delegate = RecordingDelegate()
+        let connection = HTTP2ClientConnection(host: "localhost", port: server.port, tls: tls, loop: loop,
+                                               delegate: delegate, streamTimeoutNanoseconds: 10_000_000_000)
+        let started = ContinuousClock.now
+        connection.start()
+        // Ready before the connect deadline (10 s) would have ended the attempt.
+        #expect(await eventually(timeout: .seconds(9)) { delegate.isReady })
+        #expect(delegate.closeReason == nil)
+        #expect(ContinuousClock.now - started >= .seconds(4), "the silent address was tried first")
+        await onLoop(loop) { connection.close() }
+        #expect(await eventually { delegate.closeReason != nil })
     }
 }
