@@ -104,10 +104,14 @@ public enum BenchmarkRunner {
             guard bridges.allSatisfy({ $0.child.isRunning }) else { break }
         }
 
-        if let pacedProducer {
+        let pacedRate = Self.pacedRate(given: settings.pacedRate, peakRequestsPerSecond: report.requestsPerSecond,
+                                       instancesRunning: bridges.allSatisfy { $0.child.isRunning })
+        if pacedProducer != nil && pacedRate == nil {
+            report.warnings.append("paced run skipped: the peak rounds gave no rate to pace at half of")
+        }
+        if let pacedProducer, let rate = pacedRate {
             let paced = BenchmarkWorkload(requests: workload.records.count, tokensPerRequest: workload.tokensPerRequest,
                                           seed: 8, idPrefix: "paced")
-            let rate = settings.pacedRate ?? max(report.requestsPerSecond / 2, 1)  // of the median round
             report.pacedRequestsPerSecond = rate
             progress("paced run: \(paced.records.count) requests at \(Int(rate)) requests/s")
             // The observer reads the results after the requests are produced, not meanwhile:
@@ -118,7 +122,11 @@ public enum BenchmarkRunner {
             let observed = try observer.assignment()
             try observer.pause(observed)
             pacedProducer.start(records: paced.records, recordsPerSecond: rate)
-            while !pacedProducer.isDone { usleep(10_000) }
+            // Producing takes records / rate; Kafka acknowledging them, a little more.
+            let producingDeadline = Timestamp.monotonicNanoseconds()
+                + UInt64(min(2 * Double(paced.records.count) / rate + 60, 86_400) * 1e9)
+            while !pacedProducer.isDone && Timestamp.monotonicNanoseconds() < producingDeadline { usleep(10_000) }
+            if !pacedProducer.isDone { report.warnings.append("paced run: the requests were not all produced in time") }
             try observer.resume(observed)
             let collected = collect(observer: observer, prefix: paced.idPrefix, expected: paced.expectedResults,
                                     bridges: bridges, idleTimeoutSeconds: settings.idleTimeoutSeconds, progress: progress)
@@ -223,5 +231,16 @@ public enum BenchmarkRunner {
 
     private static func seconds(since start: UInt64) -> Double {
         Double(Timestamp.monotonicNanoseconds() - start) / 1e9
+    }
+}
+
+extension BenchmarkRunner {
+    /// The paced run's rate: `given` (`--rate`) when set, else half of the median round's
+    /// requests/s; nil when there is no peak rate to take half of (no round finished, or an
+    /// instance ended), so that the run is skipped rather than paced at a rate of nothing.
+    public static func pacedRate(given: Double?, peakRequestsPerSecond: Double, instancesRunning: Bool) -> Double? {
+        if let given { return given }
+        guard instancesRunning, peakRequestsPerSecond >= 2 else { return nil }
+        return peakRequestsPerSecond / 2
     }
 }

@@ -110,6 +110,45 @@ struct BenchmarkTargetsTests {
         #expect(value < 0.75 && value > 0.7499)
     }
 
+    /// Every result of a phase is checked the same way, the paced run's too: a duplicate that
+    /// stands in for a missing result, an undelivered one, an unreadable one, each is a mismatch.
+    @Test func resultsAreCheckedOncePerExpectedTokenAndDelivered() throws {
+        let workload = BenchmarkWorkload(requests: 3, tokensPerRequest: 2, seed: 5, idPrefix: "paced")
+        var results: [[UInt8]?] = []
+        for record in workload.records {
+            let request = try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any]
+            let id = try #require(request?["id"] as? String)
+            for token in try #require(request?["tokens"] as? [String]) {
+                results.append(Array(#"{"request_id":"\#(id)","token":"\#(token)","outcome":"delivered","latency_ms":\#(results.count + 1)}"#.utf8))
+            }
+        }
+        let clean = BenchmarkResultCheck(results, workload: workload, label: "paced run")
+        #expect(clean.mismatches.isEmpty && clean.delivered == 6 && clean.latencies == [1, 2, 3, 4, 5, 6])
+
+        var duplicated = results
+        duplicated[5] = duplicated[0]  // the count is right, one result is missing
+        let duplicate = BenchmarkResultCheck(duplicated, workload: workload, label: "paced run")
+        #expect(duplicate.mismatches == ["paced run: paced-0: a duplicate or unexpected result",
+                                         "paced run: 1 expected result(s) missing"])
+
+        var failed = results
+        failed[2] = Array(String(decoding: results[2]!, as: UTF8.self).replacingOccurrences(of: "delivered", with: "failed").utf8)
+        failed[3] = Array("not json".utf8)
+        let undelivered = BenchmarkResultCheck(failed, workload: workload, label: "round 1")
+        #expect(undelivered.delivered == 4)
+        #expect(undelivered.mismatches == ["round 1: paced-1: outcome failed", "round 1: an unreadable result",
+                                           "round 1: 1 expected result(s) missing"])
+    }
+
+    /// The paced run goes at half of the peak, or at `--rate`; with no peak rate to halve (no
+    /// round finished, an instance ended) it is skipped, not paced at a rate of nothing.
+    @Test func thePacedRateIsHalfOfThePeakOrNone() {
+        #expect(BenchmarkRunner.pacedRate(given: nil, peakRequestsPerSecond: 90_000, instancesRunning: true) == 45_000)
+        #expect(BenchmarkRunner.pacedRate(given: 500, peakRequestsPerSecond: 0, instancesRunning: false) == 500)
+        #expect(BenchmarkRunner.pacedRate(given: nil, peakRequestsPerSecond: 0, instancesRunning: true) == nil)
+        #expect(BenchmarkRunner.pacedRate(given: nil, peakRequestsPerSecond: 90_000, instancesRunning: false) == nil)
+    }
+
     /// A report that counts as complete: one round at `rate` notifications/s and the bridge's
     /// CPU per notification, with an h2load run of 100 requests/s at 1 µs each when asked.
     static func completeReport(_ settings: BenchmarkSettings, rate: Int, cpuMicroseconds: Double,
