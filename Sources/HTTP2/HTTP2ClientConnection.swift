@@ -117,8 +117,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var nextAddressIndex = 0
     private var lastConnectError = ""
     private var startedAt: UInt64 = 0
-    /// When the attempt on the current address began (its TCP connect and TLS handshake).
-    private var addressStartedAt: UInt64 = 0
+    /// When the attempt on the current address gives way to the next address, if there is one:
+    /// the connect deadline's time left shared among the addresses left, at least a second each.
+    private var addressDeadline: UInt64 = 0
     private var sweepTimer: EventLoopTimer?
     private var expiredScratch: [Int32] = []
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, clamped to `maxStreamsPerConnection`.
@@ -333,7 +334,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 }
                 let connection = TLSConnection(fd: fd, ssl: ssl, loop: loop, owner: self, connecting: true)
                 self.connection = connection
-                addressStartedAt = monotonicNanoseconds()
+                let now = monotonicNanoseconds()
+                let deadline = startedAt + Self.connectTimeoutNanoseconds
+                let addressesLeft = UInt64(addresses.count - nextAddressIndex + 1)  // this one included
+                addressDeadline = now + max((deadline > now ? deadline - now : 0) / addressesLeft, 1_000_000_000)
                 connection.start()
                 return
             } catch {
@@ -346,7 +350,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     // MARK: - Deadlines
 
     private func scheduleSweep() {
-        let interval = min(max(streamTimeoutNanoseconds / 4, 5_000_000), 1_000_000_000)
+        // While connecting, ten times a second: an address's share of the connect deadline is
+        // then kept to within 100 ms (no stream waits yet, so the checks cost nothing).
+        let interval = min(max(streamTimeoutNanoseconds / 4, 5_000_000), state == .connecting ? 100_000_000 : 1_000_000_000)
         // Strong: `finish` cancels the timer, and until then the connection is alive anyway (its
         // TLS connection or resolver holds it). A weak reference would give the connection a side
         // table, making every retain and release of it (several per stream, in the nghttp2
@@ -359,14 +365,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private func sweep() {
         guard state != .closed else { return }
         let now = monotonicNanoseconds()
-        if state == .connecting, let connection, nextAddressIndex < addresses.count,
-           now - addressStartedAt > Self.connectTimeoutNanoseconds / 2 {
-            // A silent address (dropped SYNs, a handshake never answered) gives way to the next
-            // one after half the deadline, as a refused connect does at once.
-            connection.close(reason: "\(TLSConnection.connectFailedPrefix)no answer within \(Self.connectTimeoutNanoseconds / 2_000_000_000) s",
-                             graceful: false)
-            return
-        }
         if state == .connecting || state == .waitingForSettings {
             if now - startedAt > Self.connectTimeoutNanoseconds {
                 if let connection {
@@ -376,6 +374,13 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 }
                 return
             }
+        }
+        if state == .connecting, let connection, nextAddressIndex < addresses.count, now > addressDeadline {
+            // A silent address (dropped SYNs, a handshake never answered) gives way to the next
+            // one at its share of the deadline, as a refused connect does at once. The sweep goes
+            // on (rescheduled below) for the next address.
+            connection.close(reason: "\(TLSConnection.connectFailedPrefix)no answer within its share of the connect deadline",
+                             graceful: false)
         }
         if !streams.isEmpty {
             let timeout = streamTimeoutNanoseconds
