@@ -1,5 +1,4 @@
 @testable import HTTP2
-import Glibc
 import Observability
 import Testing
 
@@ -50,12 +49,9 @@ final class HangingLookup: Sendable {
 
 /// Connection attempts and the process-wide name resolver, over real sockets.
 @Suite(.serialized) struct HostResolverTests {
-    /// Connection attempts to a host whose lookup hangs, including attempts that end (as at the
-    /// connect deadline) and new ones started meanwhile (as the pool's reconnects), share one
-    /// lookup: the blocked threads do not grow with the attempts. Once the lookup answers, every
-    /// attempt still waiting connects; the ended ones hear nothing more.
-    @Test(.timeLimit(.minutes(1)))
-    func attemptsToAHostShareOneHangingLookupAndConnectWhenItAnswers() async throws {
+    /// Runs `body` with a TLS test server for "localhost", a client context that trusts it and a
+    /// loop; stops them after it.
+    private func withServer(_ body: (TestServer, TLSClientContext, EventLoop) async throws -> Void) async throws {
         let credentials = try TestCredentials()
         defer { credentials.remove() }
         let server = try TestServer(tls: try credentials.serverContext())
@@ -63,7 +59,19 @@ final class HangingLookup: Sendable {
         let tls = try TLSClientContext(credentials.clientConfiguration)
         let loop = try EventLoop(name: "resolver-test")
         defer { loop.shutdown() }
+        try await body(server, tls, loop)
+    }
 
+    /// Connection attempts to a host whose lookup hangs, including attempts that end (as at the
+    /// connect deadline) and new ones started meanwhile (as the pool's reconnects), share one
+    /// lookup: the blocked threads do not grow with the attempts. Once the lookup answers, every
+    /// attempt still waiting connects; the ended ones hear nothing more.
+    @Test(.timeLimit(.minutes(1)))
+    func attemptsToAHostShareOneHangingLookupAndConnectWhenItAnswers() async throws {
+        try await withServer { server, tls, loop in try await attemptsShareOneHangingLookup(server, tls, loop) }
+    }
+
+    private func attemptsShareOneHangingLookup(_ server: TestServer, _ tls: TLSClientContext, _ loop: EventLoop) async throws {
         let hanging = HangingLookup(host: "localhost", port: server.port)
         let previous = hanging.install()
         defer { _ = HostResolver.shared.replaceLookup(previous) }
@@ -112,29 +120,13 @@ final class HangingLookup: Sendable {
     /// With no working address, the attempt still ends at the deadline.
     @Test(.timeLimit(.minutes(1)))
     func silentAddressesGiveWayToTheNextWithinTheConnectDeadline() async throws {
-        let credentials = try TestCredentials()
-        defer { credentials.remove() }
-        let server = try TestServer(tls: try credentials.serverContext())
-        defer { server.stop() }
-        let tls = try TLSClientContext(credentials.clientConfiguration)
-        let loop = try EventLoop(name: "silent-address-test")
-        defer { loop.shutdown() }
+        try await withServer { server, tls, loop in try await silentAddressesGiveWay(server, tls, loop) }
+    }
 
-        // A listening socket that never accepts.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(silent >= 0)
-        defer { Glibc.close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(silent, pointer, length) == 0 && listen(silent, 16) == 0 && getsockname(silent, pointer, &length) == 0
-            }
-        }
-        #expect(bound)
-        let silentPort = Int(UInt16(bigEndian: address.sin_port))
+    private func silentAddressesGiveWay(_ server: TestServer, _ tls: TLSClientContext, _ loop: EventLoop) async throws {
+        let silent = try UnansweredListener()
+        defer { silent.close() }
+        let silentPort = silent.port
 
         // "localhost" at the server's port: two silent addresses, then the server; at the silent
         // port: the two silent addresses only.
