@@ -158,9 +158,9 @@ extension HostilePeerTests {
         await fixture.submit(1...2, bodyBytes: 100_000)
         #expect(await eventually { fixture.peer.observations.headersReceived == 2 })
         if connectionLost {
-            // Once the peer has read all the client may send (both stream windows), the client
-            // has read the answers sent before: stopping then cannot reset them away unread.
-            #expect(await eventually { fixture.peer.observations.dataBytesReceived == 2 * 65_535 })
+            // Once the client has acknowledged the PINGs sent after the answers, it has read
+            // them: stopping then cannot reset them away unread.
+            #expect(await eventually { fixture.peer.observations.pingAcksReceived == 2 })
             fixture.peer.stop()
         }
         #expect(await eventually { fixture.client.delegate.finishCount == 2 })

@@ -30,7 +30,9 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         case resetStreams(codes: [UInt32], closedStreamFlood: Int)
         /// Answers `:status` with END_STREAM as soon as a request's HEADERS arrive, before its
         /// body, and never opens a stream's window: a body longer than the initial stream window
-        /// (64 KiB) never finishes, so the client's stream stays open with its whole answer.
+        /// (64 KiB) never finishes, so the client's stream stays open with its whole answer. A
+        /// PING follows each answer: its ACK (``Observations/pingAcksReceived``) shows the client
+        /// has read the answer, since HTTP/2 frames are processed in order.
         case answerBeforeBody(status: Int)
         /// Opens every flow-control window as wide as HTTP/2 allows, then stops reading at the
         /// first request's HEADERS (answering nothing): what the client writes fills the
@@ -91,6 +93,8 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         public var resetsSent = 0
         /// Bytes written to TLS, frames of every type.
         public var bytesSent = 0
+        /// PING ACKs received: answers to the peer's own PINGs.
+        public var pingAcksReceived = 0
     }
 
     /// The port the peer listens on.

@@ -140,7 +140,10 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             applySettings(payload)
             send(frame(.settings, flags: Self.flagAck, stream: 0, payload: []))
         case .ping:
-            guard flags & Self.flagAck == 0 else { return }
+            guard flags & Self.flagAck == 0 else {
+                peer.record { $0.pingAcksReceived += 1 }
+                return
+            }
             send(frame(.ping, flags: Self.flagAck, stream: 0, payload: payload))
         case .windowUpdate where payload.count == 4:
             let increment = Int(payload.bigEndianUInt32(at: 0) & 0x7FFF_FFFF)
@@ -222,7 +225,8 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
         case .stopsReading:
             reading = false
         case .answerBeforeBody(let status):
-            send(frame(.headers, flags: Self.flagEndHeaders | Self.flagEndStream, stream: stream, payload: Self.statusBlock(status)))
+            send(frame(.headers, flags: Self.flagEndHeaders | Self.flagEndStream, stream: stream, payload: Self.statusBlock(status))
+                 + frame(.ping, flags: 0, stream: 0, payload: [UInt8](repeating: 0, count: 8)))
         case .resetStreams(let codes, let flood):
             var code: [UInt8] = []
             code.appendBigEndian(codes.isEmpty ? 2 : codes[request % codes.count])
