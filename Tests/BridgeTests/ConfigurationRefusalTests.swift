@@ -106,9 +106,11 @@ import Testing
     /// A secret written without the colon after its name (`passphrase hunter2`) is part of a
     /// key, or of the value before it: the error names the place without the text that follows.
     @Test func aSecretWithoutItsColonIsNotEchoed() throws {
-        // In an app's `auth` an unknown key is not shown at all (a comma makes the secret a key of
-        // its own); the section and the line are.
-        for entry in ["passphrase hunter2", "passphrase=hunter2", "passphrase\thunter2", "passphrase\u{A0}hunter2", "passphrase,hunter2"] {
+        // In an app's `auth` an unknown key without a value is not shown at all (a comma makes
+        // the secret, or what follows the comma in it, a key of its own); the section and the
+        // line are.
+        for entry in ["passphrase hunter2", "passphrase=hunter2", "passphrase\thunter2", "passphrase\u{A0}hunter2", "passphrase,hunter2",
+                      "passphrase: hun,hunter2"] {
             let flow = "kafka: {brokers: b}\napps:\n  - {name: a, bundle_id: b.c, auth: {type: certificate, p12_file: /x.p12, \(entry)}}\n"
             let error = try #require(parseError(yaml: flow), "\(entry)")
             #expect(error.keyPath == "apps[0].auth", "\(error)")

@@ -252,6 +252,8 @@ import Testing
             (Self.minimal + "\nextra: 1\n", "extra"),
             (Self.minimal.replacingOccurrences(of: "brokers: k1:9092", with: "brokers: k1:9092\n  brokerz: x"), "kafka.brokerz"),
             (Self.minimal.replacingOccurrences(of: "team_id: TEAM123456}", with: "team_id: TEAM123456, key_idd: x}"), "apps[0].auth.key_idd"),
+            // In `auth` too, a key with a value of its own is named, misspelt or not.
+            (Self.minimal.replacingOccurrences(of: "team_id: TEAM123456}", with: "team_id: TEAM123456, colour: blue}"), "apps[0].auth.colour"),
             (Self.minimal + "\napns: {retry: {max_attempt: 3}}\n", "apns.retry.max_attempt"),
             (Self.minimal + "\nlog: {colour: true}\n", "log.colour"),
         ]

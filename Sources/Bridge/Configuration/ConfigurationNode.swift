@@ -185,8 +185,8 @@ struct ConfigurationNode {
     }
 
     /// A mapping whose keys must all be in `allowed`. With `namingUnknownKeys` false (a section
-    /// that holds secrets), an unknown key is named only when it is a misspelling of a known one
-    /// (`key_idd`): `{passphrase,hunter2}` makes `hunter2` a key of its own.
+    /// that holds secrets), an unknown key is named only when it cannot be a piece of a secret
+    /// (``isNamedInASecretSection(key:value:allowed:)``).
     func mapping(allowed: Set<String>, namingUnknownKeys: Bool = true) throws(ConfigurationError) -> ConfigurationMapping {
         var entries: [String: YAMLNode] = [:]
         if !node.isNull {
@@ -194,7 +194,7 @@ struct ConfigurationNode {
             for item in items {
                 let key = item.key.scalarValue ?? ""
                 guard allowed.contains(key) else {
-                    guard namingUnknownKeys || allowed.contains(where: { Self.isMisspelling(key, of: $0) }) else {
+                    guard namingUnknownKeys || Self.isNamedInASecretSection(key: key, value: item.value, allowed: allowed) else {
                         throw ConfigurationError(keyPath: path, message: "unknown key (not shown, as it may be part of a secret; "
                             + "known: \(allowed.sorted().joined(separator: ", ")))", line: item.key.line)
                     }
@@ -207,6 +207,16 @@ struct ConfigurationNode {
             }
         }
         return ConfigurationMapping(parent: self, entries: entries)
+    }
+
+    /// Whether an unknown key of a section that holds secrets is named in its error: when it is
+    /// a misspelling of a known one (`key_idd`), or a name with a value of its own (`color: blue`).
+    /// A bare word is not: a comma in an unquoted flow-style secret makes what follows it a key
+    /// without a value (`{passphrase: hun,ter2}` has the key `ter2`), and so does a secret
+    /// written after its name without the colon (`{passphrase,hunter2}`).
+    static func isNamedInASecretSection(key: String, value: YAMLNode, allowed: Set<String>) -> Bool {
+        if allowed.contains(where: { isMisspelling(key, of: $0) }) { return true }
+        return !value.isNull && !key.isEmpty && key.utf8.allSatisfy(isNameByte)
     }
 
     /// Whether `byte` may be part of a key or a topic name: ASCII letters, digits, `.`, `_`, `-`.
