@@ -37,21 +37,25 @@ struct ExactlyOnceStartTests {
         }
 
         #expect(waitFor(timeout: .seconds(30)) { pipeline.assignedPartitionCount == 1 })
-        // From the assignment until transactions are ready, APNs sees no request. The count is
-        // read before readiness, so a request counted while not ready was sent while not ready.
+        // From the assignment until transactions are ready, APNs sees no request and `/readyz`
+        // says why. The count and `/readyz` are read before the committer, so a request counted
+        // (or a readiness seen) while it was not ready was sent (or shown) while not ready.
         var checksWhileNotReady = 0
         let ready = waitFor(timeout: .seconds(60), every: .milliseconds(20)) {
             let requests = environment.simulator.statistics.requestsReceived
+            let readiness = pipeline.readiness
             guard !committer.isReady else { return true }
             checksWhileNotReady += 1
             #expect(requests == 0)
+            #expect(readiness == .notReady(BridgePipeline.transactionsNotInitialisedReason))
             return false
         }
         #expect(ready)
         try #require(checksWhileNotReady > 0, "transactions were ready before the partition was assigned: nothing was shown")
 
-        // Then everything is delivered and committed.
+        // Then everything is delivered and committed, and the bridge is ready.
         #expect(waitFor(timeout: .seconds(60)) { environment.simulator.statistics.requestsReceived == 10 })
+        #expect(waitFor(timeout: .seconds(30)) { pipeline.readiness == .ready })
         #expect(waitFor(timeout: .seconds(30)) {
             (try? environment.committedRequestCount(groupID: "eos-start")) == 10
         })

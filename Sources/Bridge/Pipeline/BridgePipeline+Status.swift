@@ -31,8 +31,9 @@ extension BridgePipeline {
     }
 
     /// `/readyz`: ready while the consumer is a member of its group (from its first
-    /// assignment; not after its partitions were lost until it is assigned again) and every
-    /// configured app has a connection ready to take notifications; not while stopping.
+    /// assignment; not after its partitions were lost until it is assigned again), exactly
+    /// once, its producer's transactions are initialised (nothing is sent to APNs before), and
+    /// every configured app has a connection ready to take notifications; not while stopping.
     public var readiness: BridgeReadiness {
         if let reason = fatalReason { return .notReady("stopping after a fatal error: \(reason)") }
         if isStopRequested { return .notReady("stopping") }
@@ -42,12 +43,18 @@ extension BridgePipeline {
             }
             return .notReady("the consumer has not joined group \(configuration.kafka.groupID) yet")
         }
+        if let committer, !committer.isReady {
+            return .notReady(Self.transactionsNotInitialisedReason)
+        }
         let unready = dispatcher.appsWithoutReadyConnection()
         if !unready.isEmpty {
             return .notReady("no APNs connection ready for app \(unready.joined(separator: ", "))")
         }
         return .ready
     }
+
+    /// `/readyz`'s reason while exactly-once transactions are being initialised.
+    static let transactionsNotInitialisedReason = "the producer's transactions are not initialised yet (exactly once)"
 
     /// Nanoseconds since the consumer loop last went round (`/healthz`): it polls at least every
     /// few hundred milliseconds while it runs.
