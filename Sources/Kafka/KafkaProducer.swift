@@ -54,6 +54,8 @@ public final class KafkaProducer: @unchecked Sendable {
     ///     ``initTransactions(timeoutMilliseconds:)``); nil for an idempotent producer.
     ///   - outputTopics: topics the producer writes on its hot path, the busiest first: it keeps a
     ///     handle of each (see `topicHandles`). Records for other topics are produced by name.
+    ///   - minimumRecordBytes: the least `message.max.bytes` accepted: the size of the largest
+    ///     record the caller must be able to write (0: librdkafka's own minimum).
     ///   - deliveryHandler: called once per message with its tag, and nil or the error.
     /// - Throws: ``KafkaError`` naming a rejected or reserved property (never its value).
     public convenience init(
@@ -62,12 +64,13 @@ public final class KafkaProducer: @unchecked Sendable {
         queueCapacity: (messages: Int, kilobytes: Int)? = nil,
         transactionalID: String? = nil,
         outputTopics: [String] = [],
+        minimumRecordBytes: Int = 0,
         logger: Logger,
         deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
     ) throws {
         try self.init(bootstrapServers: bootstrapServers, properties: properties, queueCapacity: queueCapacity,
-                      transactionalID: transactionalID, outputTopics: outputTopics, logger: logger,
-                      startThread: NativeThread.init, deliveryHandler: deliveryHandler)
+                      transactionalID: transactionalID, outputTopics: outputTopics, minimumRecordBytes: minimumRecordBytes,
+                      logger: logger, startThread: NativeThread.init, deliveryHandler: deliveryHandler)
     }
 
     /// The producer of the public initializer, with its delivery-report thread started by
@@ -78,13 +81,14 @@ public final class KafkaProducer: @unchecked Sendable {
         queueCapacity: (messages: Int, kilobytes: Int)?,
         transactionalID: String?,
         outputTopics: [String],
+        minimumRecordBytes: Int = 0,
         logger: Logger,
         startThread: NativeThread.Starter,
         deliveryHandler: @escaping @Sendable (_ tag: UInt64, _ error: KafkaError?) -> Void
     ) throws {
         let context = RDKafkaClientContext(logger: logger, deliveryHandler: deliveryHandler)
         client = try Self.makeClient(bootstrapServers: bootstrapServers, properties: properties, queueCapacity: queueCapacity,
-                                     transactionalID: transactionalID, context: context)
+                                     transactionalID: transactionalID, minimumRecordBytes: minimumRecordBytes, context: context)
         // librdkafka's default when the value cannot be read (it always can: the property exists).
         maximumRecordBytes = client.effectiveProperty("message.max.bytes").flatMap { Int($0) } ?? 1_000_000
         var handles: [(name: String, handle: OpaquePointer)] = []
@@ -127,7 +131,8 @@ public final class KafkaProducer: @unchecked Sendable {
     /// - Throws: ``KafkaError`` naming a reserved or refused property, or librdkafka's reason.
     static func makeClient(
         bootstrapServers: String?, properties: [String: String], queueCapacity: (messages: Int, kilobytes: Int)?,
-        transactionalID: String?, context: RDKafkaClientContext, extra: [(name: String, value: String)] = []
+        transactionalID: String?, minimumRecordBytes: Int = 0, context: RDKafkaClientContext,
+        extra: [(name: String, value: String)] = []
     ) throws -> RDKafkaClient {
         try KafkaPropertyRules.validate(properties, for: .producer)
         var enforced: [(name: String, value: String)] = (bootstrapServers.map { [("bootstrap.servers", $0)] } ?? []) + [
@@ -156,6 +161,15 @@ public final class KafkaProducer: @unchecked Sendable {
                 large is never accepted into a smaller queue
                 """)
         }
+        // A record the caller must write that librdkafka refuses as too large would stop the
+        // caller at the same record after every restart: refused here, before anything runs.
+        if let recordBytes = client.effectiveProperty("message.max.bytes").flatMap({ Int($0) }), recordBytes < minimumRecordBytes {
+            client.destroy()
+            throw KafkaError.configuration("""
+                Kafka producer property "message.max.bytes" (\(recordBytes)) must be at least \(minimumRecordBytes): \
+                the largest records this producer writes need that room
+                """)
+        }
         return client
     }
 
@@ -164,13 +178,15 @@ public final class KafkaProducer: @unchecked Sendable {
     /// a broker address: nothing connects, and the client is destroyed at once.
     /// - Throws: ``KafkaError`` naming a reserved or refused property, or librdkafka's reason.
     public static func checkSettings(
-        properties: [String: String], queueCapacity: (messages: Int, kilobytes: Int)?, transactionalID: String?
+        properties: [String: String], queueCapacity: (messages: Int, kilobytes: Int)?, transactionalID: String?,
+        minimumRecordBytes: Int = 0
     ) throws {
         guard let quiet = KafkaPropertyRules.checkableOffline(properties) else {
             return try KafkaPropertyRules.validate(properties, for: .producer)
         }
         let client = try makeClient(bootstrapServers: nil, properties: quiet, queueCapacity: queueCapacity,
-                                    transactionalID: transactionalID, context: RDKafkaClientContext(logger: Logger(label: "kafka.check")),
+                                    transactionalID: transactionalID, minimumRecordBytes: minimumRecordBytes,
+                                    context: RDKafkaClientContext(logger: Logger(label: "kafka.check")),
                                     extra: KafkaPropertyRules.offlineCheckExtras)
         client.destroy()
     }

@@ -203,6 +203,12 @@ struct CommandLineTests {
         #expect(smallQueue.1.contains("kafka.producer: Kafka producer property \"queue.buffering.max.kbytes\" (512) must hold one record"),
                 "\(smallQueue.1)")
         #expect(try check("  producer: {queue.buffering.max.kbytes: \"512\", message.max.bytes: \"500000\"}").1.contains("apps.chat.auth"))
+        // A largest record too small for a dead letter or a result would stop the bridge at the
+        // first such record after every restart.
+        let smallRecords = try check("  producer: {message.max.bytes: \"1000\"}")
+        #expect(smallRecords.0 == 2)
+        #expect(smallRecords.1.contains("kafka.producer: Kafka producer property \"message.max.bytes\" (1000) must be at least 16384"),
+                "\(smallRecords.1)")
         // Valid properties pass librdkafka; the check goes on to the (missing) key file.
         let valid = try check("  producer: {linger.ms: 5, compression.type: lz4}")
         #expect(valid.0 == 2)

@@ -76,22 +76,34 @@ struct DeliveryGuaranteeTests {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
         // Records 0, 1, 3 and 4 carry malformed tokens: their results are published at once,
-        // without APNs. Record 2 goes to APNs, which answers a second later, and its result is
-        // larger than the producer's message.max.bytes: librdkafka refuses it after the later
-        // records' outputs were accepted.
-        let longID = String(repeating: "x", count: 256)
+        // without APNs. Record 2 goes to APNs, which holds it until the later records' outputs
+        // are acknowledged; then Kafka refuses every record as too large (a permanent error), and
+        // APNs answers record 2's next attempt: its result is refused.
         let records = (0..<5).map { index in
-            let id = index == 2 ? longID : "p\(index)"
             let token = index == 2 ? Self.token(2) : "not-a-token-\(index)"
             return DemoWorkload.Record(
-                key: Array(id.utf8), value: Array(#"{"id":"\#(id)","token":"\#(token)","payload":{"aps":{}}}"#.utf8))
+                key: Array("p\(index)".utf8), value: Array(#"{"id":"p\#(index)","token":"\#(token)","payload":{"aps":{}}}"#.utf8))
         }
         try environment.produceRequests(records)
-        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(1)))
-        let yaml = environment.configurationYAML(groupID: "e2e-refused-one", producer: ["message.max.bytes": "1000"])
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        let yaml = environment.configurationYAML(groupID: "e2e-refused-one", apns: "retry: {max_attempts: 100}")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 2s")
         let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+
+        let later = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 4,
+            timeoutMilliseconds: 20_000, settleMilliseconds: 0)
+        #expect(Set(Self.requestIDs(later)) == ["p0", "p1", "p3", "p4"])
+        // Every output of records 3 and 4 acknowledged, record 2 still with APNs.
+        #expect(waitFor(timeout: .seconds(10)) {
+            runner.pipeline.outputsAwaitingKafka == 0 && runner.pipeline.notificationsAwaitingAPNs == 1
+        })
+        environment.kafka.pushRequestErrors(
+            apiKey: MockKafkaCluster.APIKey.produce, errors: Array(repeating: 10, count: 200))  // MESSAGE_TOO_LARGE
+        try environment.simulator.setFaults(APNsSimulatorFaults())
+
         #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.fatalErrorDescription != nil })
-        #expect(runner.pipeline.fatalErrorDescription?.contains("MSG_SIZE_TOO_LARGE") == true)
+        #expect(runner.pipeline.fatalErrorDescription?.contains("MSG_SIZE_TOO_LARGE") == true, "\(String(describing: runner.pipeline.fatalErrorDescription))")
         #expect(runner.stop() == 1)
 
         let results = try KafkaTopicReader.readAll(

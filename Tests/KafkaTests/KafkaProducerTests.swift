@@ -37,6 +37,32 @@ struct KafkaProducerTests {
         }
     }
 
+    /// A `message.max.bytes` below the largest record the caller must write is refused when the
+    /// producer is made and by the offline check, as librdkafka reads the value ("040000" is
+    /// octal: 16,384).
+    @Test func aLargestRecordBelowTheCallersMinimumIsRefused() throws {
+        for (text, refused) in [("16383", true), ("16384", false), ("040000", false), ("037777", true), ("1000", true)] {
+            let properties = ["message.max.bytes": text]
+            for offline in [false, true] {
+                do {
+                    if offline {
+                        try KafkaProducer.checkSettings(properties: properties, queueCapacity: nil, transactionalID: nil,
+                                                        minimumRecordBytes: 16_384)
+                    } else {
+                        let producer = try KafkaProducer(bootstrapServers: "127.0.0.1:9", properties: properties,
+                                                         minimumRecordBytes: 16_384, logger: KafkaTestSupport.logger,
+                                                         deliveryHandler: { _, _ in })
+                        producer.close(flushTimeoutMilliseconds: 0)
+                    }
+                    #expect(!refused, "\(text), offline \(offline)")
+                } catch {
+                    #expect(refused, "\(text), offline \(offline): \(error)")
+                    #expect("\(error)".contains("\"message.max.bytes\"") && "\(error)".contains("must be at least 16384"), "\(error)")
+                }
+            }
+        }
+    }
+
     @Test func everyMessageGetsOneDeliveryReportWithItsTag() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }

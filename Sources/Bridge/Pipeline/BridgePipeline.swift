@@ -99,6 +99,7 @@ public final class BridgePipeline: Sendable {
                 transactionalID: exactlyOnce ? BridgePipeline.transactionalID(groupID: configuration.kafka.groupID) : nil,
                 outputTopics: [configuration.kafka.resultsTopic, configuration.kafka.invalidTokensTopic,
                                configuration.kafka.deadLetterTopic],
+                minimumRecordBytes: ResultPublisher.minimumProducerRecordBytes,
                 logger: Logger(label: "kafka.producer"),
                 deliveryHandler: { tag, error in
                     // Exactly once, a failed delivery fails its transaction, which the committer handles.

@@ -99,7 +99,8 @@ public enum ConfigurationCheck {
         do {
             try KafkaProducer.checkSettings(
                 properties: kafka.producer, queueCapacity: BridgePipeline.producerQueueCapacity(limits: configuration.limits),
-                transactionalID: kafka.exactlyOnce ? BridgePipeline.transactionalID(groupID: kafka.groupID) : nil)
+                transactionalID: kafka.exactlyOnce ? BridgePipeline.transactionalID(groupID: kafka.groupID) : nil,
+                minimumRecordBytes: ResultPublisher.minimumProducerRecordBytes)
         } catch {
             throw ConfigurationError(keyPath: "kafka.producer", message: Self.refusalText(error))
         }

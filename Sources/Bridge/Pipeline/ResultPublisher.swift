@@ -174,6 +174,12 @@ final class ResultPublisher: ResultSink {
     /// A dead letter's value always has room for its code, detail and source.
     static let minimumDeadLetterBytes = 8 * 1024
 
+    /// The least `message.max.bytes` the bridge runs with: a dead letter's value of
+    /// ``minimumDeadLetterBytes`` with its `request-id` header (an `id` of up to 256 characters)
+    /// and the record's framing, and every result and invalid-token record (their values hold
+    /// one token of at most 256 bytes, an `id`, the app's names and Apple's short reason).
+    static let minimumProducerRecordBytes = 16 * 1024
+
     private func deadLetterBudget(key: [UInt8]?, headers: [KafkaHeader]) -> Int {
         var used = ResultPublisher.recordOverheadBytes + (key?.count ?? 0)
         for header in headers {
