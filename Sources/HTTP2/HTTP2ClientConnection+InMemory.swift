@@ -62,7 +62,9 @@ extension HTTP2ClientConnection {
                 if count < 0 { finish(reason: "HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(count))))") }
                 break
             }
-            appendSentFrame(UnsafeBufferPointer(start: chunk, count: count), to: &written)
+            if let streamID = appendSentFrame(UnsafeBufferPointer(start: chunk, count: count), to: &written) {
+                writtenStreams.written(streamID: streamID)
+            }
         }
         return written
     }

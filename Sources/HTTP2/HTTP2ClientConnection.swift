@@ -91,12 +91,12 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?
-    /// The highest stream whose HEADERS frame went into the connection's output. nghttp2 writes
-    /// new streams' HEADERS in the order of their ids, so a stream above it was never written
-    /// and the server cannot have processed it: if the stream's deadline or a lost connection
-    /// ends it, it ends `.refused` (re-sent without counting as an attempt), not as a request
-    /// the server may have seen. A stream at or below it may have reached the server.
-    var highestWrittenStreamID: Int32 = 0
+    /// Which streams' HEADERS frames the socket took. A stream above ``HTTP2WrittenStreams/highest``
+    /// was never written and the server cannot have processed it: if the stream's deadline or a
+    /// lost connection ends it, it ends `.refused` (re-sent without counting as an attempt), not
+    /// as a request the server may have seen. A stream at or below it may have reached the server.
+    /// No runtime exclusivity check: loop thread only, updated per HEADERS frame.
+    @exclusivity(unchecked) var writtenStreams = HTTP2WrittenStreams()
     /// Whether the connection was ended for reading more than `maxDiscardedDataBytes` of one
     /// window refill for nothing.
     var discardCapReached = false
@@ -390,6 +390,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 if now > stream.startedAt && now - stream.startedAt >= timeout { expiredScratch.append(streamID) }
             }
             if !expiredScratch.isEmpty {
+                if let connection { writtenStreams.socketTook(connection.bytesWritten) }
                 for streamID in expiredScratch {
                     // The delegate may close the connection from inside this loop.
                     guard state != .closed, let session else { break }
@@ -399,7 +400,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                     // Answered while its request body was still going out (a server may answer
                     // before it reads the body): the answer, not a timeout.
                     let result: Result<HTTP2Response, HTTP2StreamFailure> = Self.takeAnswer(of: &stream).map { .success($0) }
-                        ?? .failure(streamID > highestWrittenStreamID ? .refused : .timeout)
+                        ?? .failure(streamID > writtenStreams.highest ? .refused : .timeout)
                     delegate?.connection(self, didFinishStream: stream.tag, result: result)
                 }
                 expiredScratch.removeAll(keepingCapacity: true)
@@ -423,6 +424,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         }
         if let sweepTimer { loop.cancel(sweepTimer) }
         sweepTimer = nil
+        if let connection { writtenStreams.socketTook(connection.bytesWritten) }
         connection = nil
         if let session {
             self.session = nil
@@ -434,7 +436,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         for (streamID, var stream) in open {
             // A stream whose whole answer arrived (its request body still going out) ends with it.
             let result: Result<HTTP2Response, HTTP2StreamFailure> = Self.takeAnswer(of: &stream).map { .success($0) }
-                ?? .failure(streamID > highestWrittenStreamID ? .refused : .connectionLost(reason))
+                ?? .failure(streamID > writtenStreams.highest ? .refused : .connectionLost(reason))
             delegate?.connection(self, didFinishStream: stream.tag, result: result)
         }
         if LoggingSystem.level <= .debug {
@@ -460,25 +462,32 @@ extension HTTP2ClientConnection: TLSConnectionOwner {
 
     package func tlsConnection(_ connection: TLSConnection, append frame: UnsafeBufferPointer<UInt8>,
                                to output: inout [UInt8]) {
-        appendSentFrame(frame, to: &output)
+        let countBefore = output.count
+        guard let streamID = appendSentFrame(frame, to: &output) else { return }
+        // The connection counts the output's bytes after this call returns: this frame ends
+        // where its bytes, swapped as they were, end after those produced before it.
+        writtenStreams.socketTook(connection.bytesWritten)
+        writtenStreams.appended(streamID: streamID, endingAt: connection.bytesProduced + output.count - countBefore)
     }
 
     /// Appends one frame the session wrote to `output`, with the fields encoded once and the
     /// request's plain path swapped in (a HEADERS frame finds its path by its stream id).
-    func appendSentFrame(_ frame: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+    /// Returns the stream of a HEADERS frame (nil for any other frame).
+    @discardableResult
+    func appendSentFrame(_ frame: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) -> Int32? {
         var plainPath: HTTP2PlainPath?
-        if let streamID = HTTP2FrameLayout.streamID(ofHeadersFrame: frame) {
-            highestWrittenStreamID = max(highestWrittenStreamID, streamID)
-            if let slot = streams.slot(of: streamID) {
-                // Taken in place: reading the field would copy the whole stream, retaining its arrays.
-                plainPath = streams[slot: slot].plainPath.take()
-            }
+        let headersStreamID = HTTP2FrameLayout.streamID(ofHeadersFrame: frame)
+        if let streamID = headersStreamID, let slot = streams.slot(of: streamID) {
+            // Taken in place: reading the field would copy the whole stream, retaining its arrays.
+            plainPath = streams[slot: slot].plainPath.take()
         }
         encodedOnceSwaps.appendSwapping(frame, plainPath: plainPath, to: &output)
+        return headersStreamID
     }
 
     package func tlsConnection(_ connection: TLSConnection, didCloseWithReason reason: String) {
         guard connection === self.connection else { return }
+        writtenStreams.socketTook(connection.bytesWritten)
         self.connection = nil
         if state == .connecting && reason.hasPrefix(TLSConnection.connectFailedPrefix) && nextAddressIndex < addresses.count {
             lastConnectError = reason

@@ -61,6 +61,12 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     /// this class (bytes from `nghttp2_session_mem_send`, handed to `SSL_write`).
     @exclusivity(unchecked) private var output: [UInt8] = []
     private var outputStart = 0
+    /// Bytes put into the output since the connection opened (the owner's appends). No runtime
+    /// exclusivity check, as for `output`: loop thread only, read by the owner per HEADERS frame.
+    @exclusivity(unchecked) private(set) var bytesProduced = 0
+    /// Bytes of the output the socket took since the connection opened (`SSL_write`'s counts:
+    /// whole TLS records, in partial-write mode).
+    @exclusivity(unchecked) private(set) var bytesWritten = 0
     private var inSessionCall = false
     private var flushDeferred = false
     private var flushScheduled = false
@@ -375,7 +381,9 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
                 return
             }
             guard count > 0, let chunk else { return }
+            let countBefore = output.count
             owner.tlsConnection(self, append: UnsafeBufferPointer(start: chunk, count: count), to: &output)
+            bytesProduced += output.count - countBefore
         }
     }
 
@@ -392,6 +400,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
             }
             if written > 0 {
                 outputStart += Int(written)
+                bytesWritten += Int(written)
                 continue
             }
             switch SSL_get_error(ssl, written) {

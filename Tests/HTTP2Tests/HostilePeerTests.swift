@@ -151,7 +151,7 @@ extension HostilePeerTests {
     @Test(arguments: [false, true])
     func anAnswerThatArrivedBeforeTheBodyWentOutIsTheResult(connectionLost: Bool) async throws {
         let fixture = try Fixture(.answerBeforeBody(status: 400),
-                                  streamTimeoutNanoseconds: connectionLost ? 120_000_000_000 : 300_000_000)
+                                  streamTimeoutNanoseconds: connectionLost ? 120_000_000_000 : 1_000_000_000)
         defer { fixture.tearDown() }
         #expect(try await fixture.client.connect())
         // Longer than the 64 KiB stream window the peer never opens.
@@ -209,6 +209,51 @@ extension HostilePeerTests {
         }
         for tag in neverWritten {
             #expect(fixture.client.delegate.failure(tag) == .refused, "stream \(tag) (never written)")
+        }
+    }
+}
+
+extension HostilePeerTests {
+    /// HEADERS frames the session wrote into the client's output while the socket would block
+    /// (the server not reading) never reached the server either: when the connection is lost or
+    /// their deadline passes, their streams end `.refused` too. The streams whose HEADERS the
+    /// socket took end as a lost connection or a timeout.
+    @Test(arguments: [false, true])
+    func streamsWaitingInTheOutputEndRefused(connectionLost: Bool) async throws {
+        let fixture = try Fixture(.stopsReading, streamTimeoutNanoseconds: connectionLost ? 120_000_000_000 : 2_000_000_000)
+        defer { fixture.tearDown() }
+        #expect(try await fixture.client.connect())
+        let connection = fixture.client.connection
+        // One 256 KiB body at a time until the socket would block (the server stopped reading):
+        // the output then holds less than its high-water mark, so the session goes on writing
+        // into it, behind bytes the socket does not take.
+        var written: UInt64 = 0
+        var blocked = false
+        while !blocked && written < 400 {
+            written += 1
+            await fixture.submit(written...written, bodyBytes: 256 * 1024)
+            blocked = await onLoop(fixture.client.loop) {
+                let pending = connection.connection?.pendingOutputCount ?? 0
+                return pending > 0 && pending < TLSConnection.outputHighWater
+            }
+        }
+        try #require(blocked, "the socket never blocked")
+        let waiting = (written + 1)...(written + 5)
+        await fixture.submit(waiting)
+        // Their HEADERS are in the output, not taken by the socket.
+        #expect(await onLoop(fixture.client.loop) { connection.writtenStreams.waitingCount } >= waiting.count)
+        if connectionLost {
+            fixture.peer.stop()
+        }
+        #expect(await eventually { fixture.client.delegate.finishCount == Int(written) + waiting.count })
+        for tag in 1...written {
+            switch fixture.client.delegate.failure(tag) {
+            case .connectionLost? where connectionLost, .timeout? where !connectionLost: break
+            case let other: Issue.record("stream \(tag) (written): \(String(describing: other))")
+            }
+        }
+        for tag in waiting {
+            #expect(fixture.client.delegate.failure(tag) == .refused, "stream \(tag) (waiting in the output)")
         }
     }
 }
