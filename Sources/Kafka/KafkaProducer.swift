@@ -182,7 +182,14 @@ public final class KafkaProducer: @unchecked Sendable {
         minimumRecordBytes: Int = 0
     ) throws {
         guard let quiet = KafkaPropertyRules.checkableOffline(properties) else {
-            return try KafkaPropertyRules.validate(properties, for: .producer)
+            try KafkaPropertyRules.validate(properties, for: .producer)
+            // The record and queue sizes are still checked, on a client made of them alone.
+            let sizes = properties.filter { $0.key == "message.max.bytes" || $0.key == "queue.buffering.max.kbytes" }
+            let client = try makeClient(bootstrapServers: nil, properties: sizes, queueCapacity: queueCapacity,
+                                        transactionalID: nil, minimumRecordBytes: minimumRecordBytes,
+                                        context: RDKafkaClientContext(logger: Logger(label: "kafka.check")),
+                                        extra: KafkaPropertyRules.offlineCheckExtras)
+            return client.destroy()
         }
         let client = try makeClient(bootstrapServers: nil, properties: quiet, queueCapacity: queueCapacity,
                                     transactionalID: transactionalID, minimumRecordBytes: minimumRecordBytes,

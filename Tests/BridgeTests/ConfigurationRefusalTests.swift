@@ -106,16 +106,28 @@ import Testing
     /// A secret written without the colon after its name (`passphrase hunter2`) is part of a
     /// key, or of the value before it: the error names the place without the text that follows.
     @Test func aSecretWithoutItsColonIsNotEchoed() throws {
-        // In an app's `auth` an unknown key without a value is not shown at all (a comma makes
-        // the secret, or what follows the comma in it, a key of its own); the section and the
-        // line are.
+        // In an app's `auth` an unknown key without a value, or on the line of an unquoted
+        // passphrase after it, is not shown at all (a comma makes the secret, or what follows the
+        // comma in it, a key of its own, with or without a value, even one that looks like a
+        // misspelt key); the section and the line are.
         for entry in ["passphrase hunter2", "passphrase=hunter2", "passphrase\thunter2", "passphrase\u{A0}hunter2", "passphrase,hunter2",
-                      "passphrase: hun,hunter2"] {
+                      "passphrase: hun,hunter2", "passphrase: hun,hunter2: 2", "passphrase: hun, hunter2: x, hunter3: y",
+                      "passphrase: hunter,types: 2"] {
             let flow = "kafka: {brokers: b}\napps:\n  - {name: a, bundle_id: b.c, auth: {type: certificate, p12_file: /x.p12, \(entry)}}\n"
             let error = try #require(parseError(yaml: flow), "\(entry)")
             #expect(error.keyPath == "apps[0].auth", "\(error)")
             #expect(error.line == 3)
             #expect(!"\(error)".contains("hunter2"), "\(error)")
+        }
+        // A key with a value on a line of its own, or beside a quoted passphrase, is named.
+        let named = [
+            "  - name: a\n    bundle_id: b.c\n    auth:\n      type: certificate\n      p12_file: /x.p12\n      passphrase: hunter2\n      colour: blue\n",
+            "  - {name: a, bundle_id: b.c, auth: {type: certificate, p12_file: /x.p12, passphrase: \"hun,ter\", colour: blue}}\n",
+        ]
+        for apps in named {
+            let error = try #require(parseError(yaml: "kafka: {brokers: b}\napps:\n" + apps))
+            #expect(error.keyPath == "apps[0].auth.colour", "\(error)")
+            #expect(!"\(error)".contains("hun"), "\(error)")
         }
         // Elsewhere a key is shown up to its first character no key has.
         for entry in ["sasl.password SuperKafkaSecret", "sasl.password\u{A0}SuperKafkaSecret", "sasl.password=SuperKafkaSecret"] {

@@ -273,6 +273,21 @@ import Testing
         #expect(parseError(second)?.keyPath == "apps[1].auth.key_idd")
     }
 
+    /// An app's name and bundle id go into every result and invalid-token record: each is at
+    /// most 255 bytes, so that those records stay within the producer's smallest record.
+    @Test func appNamesAndBundleIDsAreBounded() throws {
+        let longest = String(repeating: "a", count: AppSettings.maximumNameBytes)
+        for (field, placeholder) in [("name", "chat"), ("bundle_id", "com.example.chat")] {
+            let accepted = try BridgeConfiguration.parse(
+                yaml: Self.minimal.replacingOccurrences(of: "\(field): \(placeholder)", with: "\(field): \(longest)"), environment: [:])
+            #expect(field == "name" ? accepted.apps[0].name == longest : accepted.apps[0].bundleID == longest)
+            let error = try #require(parseError(Self.minimal.replacingOccurrences(of: "\(field): \(placeholder)",
+                                                                                  with: "\(field): \(longest)é")))
+            #expect(error.keyPath == "apps[0].\(field)")
+            #expect(error.message == "must be at most 255 bytes long")
+        }
+    }
+
     @Test func wrongTypesNameTheKeyAndValue() throws {
         let error = try #require(parseError(Self.minimal + "\nlimits:\n  max_in_flight: abc\n"))
         #expect(error.description.hasPrefix("limits.max_in_flight: expected an integer from 1 to 1000000, got \"abc\""))

@@ -86,7 +86,10 @@ struct DeliveryGuaranteeTests {
         }
         try environment.produceRequests(records)
         try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
-        let yaml = environment.configurationYAML(groupID: "e2e-refused-one", apns: "retry: {max_attempts: 100}")
+        // Record 2's attempts time out after 2 s and are retried within a fifth of a second,
+        // far more times than the stall can last.
+        let yaml = environment.configurationYAML(groupID: "e2e-refused-one",
+                                                 apns: "retry: {max_attempts: 100, initial_backoff: 10ms, max_backoff: 200ms}")
             .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 2s")
         let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
 
@@ -94,6 +97,10 @@ struct DeliveryGuaranteeTests {
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 4,
             timeoutMilliseconds: 20_000, settleMilliseconds: 0)
         #expect(Set(Self.requestIDs(later)) == ["p0", "p1", "p3", "p4"])
+        let invalidTokens = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.invalidTokensTopic, expectedCount: 4,
+            timeoutMilliseconds: 20_000, settleMilliseconds: 0)
+        #expect(invalidTokens.count == 4)
         // Every output of records 3 and 4 acknowledged, record 2 still with APNs.
         #expect(waitFor(timeout: .seconds(10)) {
             runner.pipeline.outputsAwaitingKafka == 0 && runner.pipeline.notificationsAwaitingAPNs == 1

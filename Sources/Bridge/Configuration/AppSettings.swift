@@ -1,6 +1,9 @@
 import APNs
 /// One entry of `apps`: credentials, bundle id and environment of an app.
 public struct AppSettings: Sendable, Equatable {
+    /// The longest `name` and `bundle_id`, in UTF-8 bytes (Apple's bundle ids are far shorter).
+    public static let maximumNameBytes = 255
+
     /// `name` (required, unique): what requests put in their `app` field.
     public var name: String
     /// `bundle_id` (required): the default `apns-topic`.

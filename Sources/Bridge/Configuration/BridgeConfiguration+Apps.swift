@@ -23,11 +23,17 @@ extension BridgeConfiguration {
 
     static func parseApp(_ node: ConfigurationNode) throws(ConfigurationError) -> AppSettings {
         let section = try node.mapping(allowed: ["name", "bundle_id", "environment", "connections", "auth"])
-        let name = try section.required("name").name()
+        let nameNode = try section.required("name")
+        let name = try nameNode.name()
         let bundleNode = try section.required("bundle_id")
         let bundleID = try bundleNode.string()
         guard bundleID.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
             throw bundleNode.error("must not contain spaces or control characters")
+        }
+        // Both go into every result and invalid-token record, whose size must stay within
+        // `ResultPublisher.minimumProducerRecordBytes` (and into metric labels and log lines).
+        for (node, text) in [(nameNode, name), (bundleNode, bundleID)] where text.utf8.count > AppSettings.maximumNameBytes {
+            throw node.error("must be at most \(AppSettings.maximumNameBytes) bytes long")
         }
         var app = AppSettings(name: name, bundleID: bundleID, auth: try parseAuth(section.required("auth")))
         if let value = section.optional("environment") { app.environment = try value.choice(PushEnvironment.allCases) }
@@ -37,7 +43,7 @@ extension BridgeConfiguration {
 
     static func parseAuth(_ node: ConfigurationNode) throws(ConfigurationError) -> AppAuthentication {
         let section = try node.mapping(allowed: ["type", "key_file", "key_id", "team_id", "cert_file", "p12_file", "passphrase"],
-                                       namingUnknownKeys: false)
+                                       secretKeys: ["passphrase"])
         let type = try section.required("type").choice(AuthenticationType.allCases)
         func reject(_ keys: [String]) throws(ConfigurationError) {
             for key in keys where section.has(key) {

@@ -184,17 +184,21 @@ struct ConfigurationNode {
         return result
     }
 
-    /// A mapping whose keys must all be in `allowed`. With `namingUnknownKeys` false (a section
-    /// that holds secrets), an unknown key is named only when it cannot be a piece of a secret
-    /// (``isNamedInASecretSection(key:value:allowed:)``).
-    func mapping(allowed: Set<String>, namingUnknownKeys: Bool = true) throws(ConfigurationError) -> ConfigurationMapping {
+    /// A mapping whose keys must all be in `allowed`. In a section with `secretKeys` (keys whose
+    /// values are secrets), an unknown key is named only when it cannot be a piece of a secret:
+    /// ``isNamedInASecretSection(key:value:allowed:)``, and not on the line of an unquoted secret
+    /// written before it, since a comma in an unquoted flow-style value ends it
+    /// (`{passphrase: hun, ter: 2}` has the key `ter`).
+    func mapping(allowed: Set<String>, secretKeys: Set<String> = []) throws(ConfigurationError) -> ConfigurationMapping {
         var entries: [String: YAMLNode] = [:]
         if !node.isNull {
             guard case .mapping(let items, _) = node else { throw error("expected a mapping, \(got())") }
+            var unquotedSecretLine: Int?
             for item in items {
                 let key = item.key.scalarValue ?? ""
                 guard allowed.contains(key) else {
-                    guard namingUnknownKeys || Self.isNamedInASecretSection(key: key, value: item.value, allowed: allowed) else {
+                    guard secretKeys.isEmpty || (item.key.line != unquotedSecretLine
+                                                 && Self.isNamedInASecretSection(key: key, value: item.value, allowed: allowed)) else {
                         throw ConfigurationError(keyPath: path, message: "unknown key (not shown, as it may be part of a secret; "
                             + "known: \(allowed.sorted().joined(separator: ", ")))", line: item.key.line)
                     }
@@ -203,17 +207,17 @@ struct ConfigurationNode {
                     let message = shown == key ? "unknown key" : "unknown key (a colon missing after the name?)"
                     throw ConfigurationError(keyPath: keyPath, message: message, line: item.key.line)
                 }
+                if secretKeys.contains(key), case .scalar(_, .plain, _) = item.value { unquotedSecretLine = item.value.line }
                 entries[key] = item.value
             }
         }
         return ConfigurationMapping(parent: self, entries: entries)
     }
 
-    /// Whether an unknown key of a section that holds secrets is named in its error: when it is
-    /// a misspelling of a known one (`key_idd`), or a name with a value of its own (`color: blue`).
-    /// A bare word is not: a comma in an unquoted flow-style secret makes what follows it a key
-    /// without a value (`{passphrase: hun,ter2}` has the key `ter2`), and so does a secret
-    /// written after its name without the colon (`{passphrase,hunter2}`).
+    /// Whether an unknown key of a section that holds secrets may be named in its error: when it
+    /// is a misspelling of a known one (`key_idd`), or a name with a value of its own
+    /// (`color: blue`). A bare word is not: a secret written after its name without the colon
+    /// makes a key without a value (`{passphrase,hunter2}`).
     static func isNamedInASecretSection(key: String, value: YAMLNode, allowed: Set<String>) -> Bool {
         if allowed.contains(where: { isMisspelling(key, of: $0) }) { return true }
         return !value.isNull && !key.isEmpty && key.utf8.allSatisfy(isNameByte)

@@ -64,7 +64,8 @@ final class ResultPublisher: ResultSink {
 
     /// What a dead letter of `message` weighs in in-flight work: one per KiB of the record it
     /// repeats (key, headers, and the value as the dead letter writes it: escaped, or base64; at
-    /// most the producer's `message.max.bytes`), at least 1. A result, under a KiB, weighs 1.
+    /// most the producer's `message.max.bytes`), at least 1. A result (under a KiB as a rule,
+    /// about 12 KB at the very most) weighs 1.
     func deadLetterWeight(of message: KafkaMessage) -> Int {
         var bytes = (message.key?.count ?? 0) + (message.value.map(ResultRecordEncoder.deadLetterOriginalBytes) ?? 0)
         for header in message.headers { bytes += header.byteCount }
@@ -175,9 +176,13 @@ final class ResultPublisher: ResultSink {
     static let minimumDeadLetterBytes = 8 * 1024
 
     /// The least `message.max.bytes` the bridge runs with: a dead letter's value of
-    /// ``minimumDeadLetterBytes`` with its `request-id` header (an `id` of up to 256 characters)
-    /// and the record's framing, and every result and invalid-token record (their values hold
-    /// one token of at most 256 bytes, an `id`, the app's names and Apple's short reason).
+    /// ``minimumDeadLetterBytes`` with its `request-id` header (an `id` of up to 256 characters,
+    /// 1 KiB) and the record's framing (about 10.3 KB), and every result and invalid-token
+    /// record: a result's value holds an `id` (up to 256 characters), a token
+    /// (``InvalidTokenEcho/maximumBytes``), Apple's reason, `apns-id` and `apns-unique-id`
+    /// (`APNsResponse.maximumKeptTextBytes` each), all escaped (a control character takes six
+    /// bytes), the app's name (``AppSettings/maximumNameBytes``) and the source topic, with the
+    /// `id` again as its key and header: about 12 KB at the very most.
     static let minimumProducerRecordBytes = 16 * 1024
 
     private func deadLetterBudget(key: [UInt8]?, headers: [KafkaHeader]) -> Int {
