@@ -93,6 +93,11 @@ struct APNsSimulatorFaultTests {
         // Once the fourth client's stream times out (it resets it), its connection is idle again
         // and makes room for the next.
         #expect(await eventually { fourth.record.withLock { $0.results.count == 1 } })
+        // The reset goes out after the result; a PING sent after it is answered once the
+        // simulator has read it (frames in order).
+        let pingsAnswered = fixture.simulator.statistics.pingsAnswered
+        fourth.ping()
+        #expect(await eventually { fixture.simulator.statistics.pingsAnswered > pingsAnswered })
         let fifth = try fixture.client()
         #expect(await fifth.connect())
         #expect(await eventually { fourth.closeReason != nil })
@@ -238,7 +243,8 @@ struct APNsSimulatorFaultTests {
         let authorization = try fixture.authorization()
         let stalled = await client.exchange([fixture.request(authorization: authorization)])
         #expect(stalled.first?.failure == .timeout)
-        #expect(fixture.simulator.statistics.streamsStalled == 1)
+        // The simulator may take the stream after the client gave up on it.
+        #expect(await eventually { fixture.simulator.statistics.streamsStalled == 1 })
 
         try fixture.simulator.setFaults(APNsSimulatorFaults())
         let answered = await client.exchange([fixture.request(authorization: authorization)])

@@ -74,8 +74,12 @@ struct APNsClientHostilePeerTests {
         #expect(fixture.recorder.retries == [.connectionLost: 10])
         // Replaced for that cause only, never in a storm: once the pool has a new connection ready
         // (no request left to break it), every earlier one ended with the client's GOAWAY
-        // COMPRESSION_ERROR, and there were at least as many as attempts rounds.
-        #expect(await eventually { fixture.client.hasReadyConnection })
+        // COMPRESSION_ERROR, and there were at least as many as attempts rounds. The peer
+        // counts a connection ended once it has read the client's GOAWAY and the close after it.
+        #expect(await eventually {
+            let seen = fixture.peer.observations
+            return fixture.client.hasReadyConnection && seen.connectionsEnded == seen.connectionsAccepted - 1
+        })
         let seen = fixture.peer.observations
         #expect(seen.goAwaysReceived.allSatisfy { $0 == 0x9 })
         #expect(seen.connectionsAccepted == seen.goAwaysReceived.count + 1, "\(seen)")

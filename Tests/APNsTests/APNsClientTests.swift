@@ -412,7 +412,8 @@ private func peakActiveStreams(_ client: APNsClient) async -> Int {
         client.send(batch(0..<6))
         // The first timeout shuts the pool down from the loop; the rest fail once each.
         #expect(await eventually { delegate.recorder.callCount >= 6 && client.queuedCount == 0 })
-        #expect(handler.receivedCount >= 1)
+        // The server may read the request after the client gave up on it.
+        #expect(await eventually { handler.receivedCount >= 1 })
         let snapshot = delegate.recorder.snapshot
         #expect(snapshot.count == 6 && snapshot.values.allSatisfy { $0.count == 1 })
         let failures = snapshot.values.filter {

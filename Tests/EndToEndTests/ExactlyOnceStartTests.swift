@@ -20,10 +20,11 @@ struct ExactlyOnceStartTests {
             DemoWorkload.Record(key: Array("k\(index)".utf8),
                                 value: Array(#"{"id":"start-\#(index)","token":"\#(token)","payload":{"aps":{}}}"#.utf8))
         })
-        // The coordinator answers the first 8 InitProducerId requests "not available", each a
-        // second late: initialisation takes at least 8 s, while the group is joined within a few.
+        // The coordinator answers the first 12 InitProducerId requests "not available", each a
+        // second late: initialisation takes at least 12 s, while the group is joined within a
+        // few, even under a sanitizer.
         environment.kafka.pushBrokerRequestErrors(broker: 1, apiKey: MockKafkaCluster.APIKey.initProducerID,
-                                                  errors: Array(repeating: 15, count: 8), rttMilliseconds: 1_000)
+                                                  errors: Array(repeating: 15, count: 12), rttMilliseconds: 1_000)
         let pipeline = try BridgePipeline(configuration: try environment.configuration(groupID: "eos-start", exactlyOnce: true))
         let committer = try #require(pipeline.committer)
         let finished = DispatchSemaphore(value: 0)

@@ -309,8 +309,10 @@ struct StatusEndpointTests {
         defer { bridge.stop() }
 
         let expected = Dictionary(grouping: workload.expectedOutcomes.values, by: { $0 }).mapValues(\.count)
+        // Both counted per result, one after the other: waited for together.
         let finished = await eventually(timeout: .seconds(60)) {
             bridge.samples("apns_bridge_notifications_total").values.reduce(0, +) == Double(workload.expectedResults)
+                && bridge.samples("apns_bridge_end_to_end_latency_seconds_count")["{app=\"demo\"}"] == Double(workload.expectedResults)
         }
         #expect(finished)
         let notifications = bridge.samples("apns_bridge_notifications_total")

@@ -28,16 +28,18 @@ import Observability
         let loop = try EventLoop(name: "test-timers")
         defer { loop.shutdown() }
         let fired = Locked<[String]>([])
-        loop.schedule(afterNanoseconds: 30_000_000) { fired.withLock { $0.append("30ms") } }
-        loop.schedule(afterNanoseconds: 10_000_000) { fired.withLock { $0.append("10ms") } }
-        let cancelled = loop.schedule(afterNanoseconds: 20_000_000) { fired.withLock { $0.append("cancelled") } }
+        // A tenth of a second apart: the loop's thread, just started and perhaps slowed by a
+        // sanitizer, schedules "0ms" well before the others are due.
+        loop.schedule(afterNanoseconds: 300_000_000) { fired.withLock { $0.append("300ms") } }
+        loop.schedule(afterNanoseconds: 100_000_000) { fired.withLock { $0.append("100ms") } }
+        let cancelled = loop.schedule(afterNanoseconds: 200_000_000) { fired.withLock { $0.append("cancelled") } }
         loop.cancel(cancelled)
         loop.execute {
             loop.schedule(afterNanoseconds: 0) { fired.withLock { $0.append("0ms") } }
         }
-        // The cancelled timer was due before the 30 ms one: had it fired, it would be among the three.
+        // The cancelled timer was due before the 300 ms one: had it fired, it would be among the three.
         #expect(await eventually { fired.withLock { $0.count } == 3 })
-        #expect(fired.withLock { $0 } == ["0ms", "10ms", "30ms"])
+        #expect(fired.withLock { $0 } == ["0ms", "100ms", "300ms"])
     }
 
     /// The loop waits with a nanosecond timeout (`epoll_pwait2`, Linux 5.11 and later): a timer
@@ -77,9 +79,13 @@ import Observability
         let ran = Locked(false)
         loop.execute { ran.withLock { $0 = true } }  // the next wait's timeout is the far deadline
         #expect(await eventually { ran.withLock { $0 } })
+        // Both scheduled in one task on the loop: their deadlines are taken together, whatever
+        // keeps the test's thread from running.
         let fired = Locked<[String]>([])
-        loop.schedule(afterNanoseconds: 2_000_000) { fired.withLock { $0.append("2ms") } }
-        loop.schedule(afterNanoseconds: 300_000) { fired.withLock { $0.append("0.3ms") } }
+        loop.execute {
+            loop.schedule(afterNanoseconds: 2_000_000) { fired.withLock { $0.append("2ms") } }
+            loop.schedule(afterNanoseconds: 300_000) { fired.withLock { $0.append("0.3ms") } }
+        }
         #expect(await eventually { fired.withLock { $0.count } == 2 })
         #expect(fired.withLock { $0 } == ["0.3ms", "2ms"])
         loop.cancel(far)

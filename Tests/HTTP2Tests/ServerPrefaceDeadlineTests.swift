@@ -32,7 +32,8 @@ struct ServerPrefaceDeadlineTests {
     }
 
     @Test func aSilentConnectionIsClosedAtTheDeadlineAndAGreetedOneStays() async throws {
-        let pair = try ClientServerPair(prefaceTimeout: .milliseconds(300))
+        // A second: long enough for the greeted client's handshake under a sanitizer.
+        let pair = try ClientServerPair(prefaceTimeout: .seconds(1))
         defer { pair.tearDown() }
         #expect(try await pair.client.connect())
 
@@ -40,7 +41,7 @@ struct ServerPrefaceDeadlineTests {
         defer { silent.close() }
         // Accepted after the client, so its deadline passes after the client's would have. The
         // end of the stream can only come from the server accepting and then closing it (two
-        // open connections in between is a state of only 300 ms: a slow poll can miss it).
+        // open connections in between is a state of only a second: a slow poll can miss it).
         #expect(await eventually { silent.closedByTheServer })
         #expect(await eventually { pair.server.server.openConnectionCount == 1 })
 

@@ -235,15 +235,16 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             for index in 0..<flood {
                 frames += frame(.rstStream, flags: 0, stream: closedStreams[index % closedStreams.count], payload: code)
             }
-            send(frames)
+            // Counted before they go: once the client has them, a test may read the count.
             peer.record { $0.resetsSent += 1 + flood }
+            send(frames)
         case .goAwayBeforeEveryRequest:
             guard request == 0 else { return }
             var payload: [UInt8] = []
             payload.appendBigEndian(stream >= 2 ? stream - 2 : 0)
             payload.appendBigEndian(0)  // NO_ERROR
+            peer.record { $0.goAwaysSent += 1 }  // counted before it goes, as above
             send(frame(.goAway, flags: 0, stream: 0, payload: payload))
-            peer.record { $0.goAwaysSent += 1 }
         }
     }
 
