@@ -31,7 +31,7 @@ public enum MemoryBenchmark {
         /// The RSS the run must stay within.
         public var limitMegabytes = 256.0
 
-        /// Settings with the defaults of the target.
+        /// Settings with the defaults of the memory target (docs/BENCHMARKS.md).
         public init(executable: String) {
             self.executable = executable
         }

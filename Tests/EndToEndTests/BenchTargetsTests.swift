@@ -55,7 +55,7 @@ struct BenchmarkTargetsTests {
         reports[.singleToken]?.addedLatencyP99 = 10
         reports[.fanOut]?.addedLatencyP99 = 11
         let verdicts = BenchmarkTargets.verdicts(reports)
-        // The bounds, each the right way round.
+        // The targets' bounds (docs/BENCHMARKS.md), each the right way round.
         #expect(verdicts.map(\.threshold) == [0.75, 0.9, 1.5, 1.5, 0.8, 18_000, 10, 10, 0.7])
         #expect(verdicts.map(\.atLeast) == [true, true, false, false, true, true, false, false, true])
         // On either side of each threshold (the p99 exactly at it: met).

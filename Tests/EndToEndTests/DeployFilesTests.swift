@@ -100,7 +100,7 @@ struct DeployFilesTests {
             #expect(names.subtracting(exported).isEmpty, "unknown in \(expression): \(names.subtracting(exported).sorted())")
             used.formUnion(names)
         }
-        // What the issue asks the dashboard to show.
+        // What the dashboard must show.
         for name in ["apns_bridge_notifications_total", "apns_bridge_apns_request_duration_seconds_bucket",
                      "apns_bridge_in_flight", "apns_bridge_consumer_lag", "apns_bridge_connections"] {
             #expect(used.contains(name), "\(name) missing from the dashboard")
