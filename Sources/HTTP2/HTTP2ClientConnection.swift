@@ -91,10 +91,12 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     var goAwayLastStreamID = Int32.max
     var goAwayErrorCode: UInt32?
     var lastProtocolError: String?
-    /// Which streams' HEADERS frames the socket took. A stream above ``HTTP2WrittenStreams/highest``
-    /// was never written and the server cannot have processed it: if the stream's deadline or a
-    /// lost connection ends it, it ends `.refused` (re-sent without counting as an attempt), not
-    /// as a request the server may have seen. A stream at or below it may have reached the server.
+    /// Which streams' HEADERS frames went into the output, and which the socket took. A stream
+    /// the server cannot have processed ends `.refused` (re-sent without counting as an
+    /// attempt), not as a request the server may have seen: at its deadline, when its frame
+    /// never entered the output (``HTTP2WrittenStreams/highestProduced``: a frame in the output
+    /// still goes out after the stream's reset); when the connection is lost, when the socket
+    /// never took its frame (``HTTP2WrittenStreams/highest``: the output is gone with it).
     /// No runtime exclusivity check: loop thread only, updated per HEADERS frame.
     @exclusivity(unchecked) var writtenStreams = HTTP2WrittenStreams()
     /// Whether the connection was ended for reading more than `maxDiscardedDataBytes` of one
@@ -390,7 +392,6 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                 if now > stream.startedAt && now - stream.startedAt >= timeout { expiredScratch.append(streamID) }
             }
             if !expiredScratch.isEmpty {
-                if let connection { writtenStreams.socketTook(connection.bytesWritten) }
                 for streamID in expiredScratch {
                     // The delegate may close the connection from inside this loop.
                     guard state != .closed, let session else { break }
@@ -400,7 +401,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
                     // Answered while its request body was still going out (a server may answer
                     // before it reads the body): the answer, not a timeout.
                     let result: Result<HTTP2Response, HTTP2StreamFailure> = Self.takeAnswer(of: &stream).map { .success($0) }
-                        ?? .failure(streamID > writtenStreams.highest ? .refused : .timeout)
+                        ?? .failure(streamID > writtenStreams.highestProduced ? .refused : .timeout)
                     delegate?.connection(self, didFinishStream: stream.tag, result: result)
                 }
                 expiredScratch.removeAll(keepingCapacity: true)
@@ -424,7 +425,10 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         }
         if let sweepTimer { loop.cancel(sweepTimer) }
         sweepTimer = nil
-        if let connection { writtenStreams.socketTook(connection.bytesWritten) }
+        // With the TLS connection gone (`tlsConnection(_:didCloseWithReason:)`), its output went
+        // with it: only what the socket took may have reached the server. A connection still
+        // there may yet write what its output holds.
+        let written = connection == nil ? writtenStreams.highest : writtenStreams.highestProduced
         connection = nil
         if let session {
             self.session = nil
@@ -436,7 +440,7 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         for (streamID, var stream) in open {
             // A stream whose whole answer arrived (its request body still going out) ends with it.
             let result: Result<HTTP2Response, HTTP2StreamFailure> = Self.takeAnswer(of: &stream).map { .success($0) }
-                ?? .failure(streamID > writtenStreams.highest ? .refused : .connectionLost(reason))
+                ?? .failure(streamID > written ? .refused : .connectionLost(reason))
             delegate?.connection(self, didFinishStream: stream.tag, result: result)
         }
         if LoggingSystem.level <= .debug {

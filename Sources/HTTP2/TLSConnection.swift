@@ -45,6 +45,8 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
 
     /// Stop calling `mem_send` while this many bytes wait for the socket.
     static let outputHighWater = 1 << 20
+    /// The most plaintext one TLS record carries (RFC 8446 §5.1): the longest `SSL_write`.
+    static let recordPlaintextBytes = 16_384
     /// The start of the close reason when the TCP connect itself failed.
     static let connectFailedPrefix = "connect failed: "
     /// The close reason when nghttp2 wants neither to read nor to write any more.
@@ -67,6 +69,10 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     /// Bytes of the output the socket took since the connection opened (`SSL_write`'s counts:
     /// whole TLS records, in partial-write mode).
     @exclusivity(unchecked) private(set) var bytesWritten = 0
+    /// The length of the `SSL_write` that would block, repeated exactly on the next try: given
+    /// more, OpenSSL may finish the blocked record, start another that blocks too and report
+    /// neither, so `bytesWritten` would lag what the kernel took.
+    private var blockedWriteLength: Int?
     private var inSessionCall = false
     private var flushDeferred = false
     private var flushScheduled = false
@@ -394,19 +400,26 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
         writeWantsRead = false
         while outputStart < output.count {
             ERR_clear_error()
+            // One record's worth at most (partial-write mode returns after each record anyway).
+            // invariant: pending bytes only grow while a write is blocked, so the repeated
+            // length is still there.
+            let length = blockedWriteLength ?? min(output.count - outputStart, Self.recordPlaintextBytes)
             let written = output.withUnsafeBytes { bytes in
                 // invariant: outputStart < output.count, so the buffer is non-empty.
-                SSL_write(ssl, bytes.baseAddress! + outputStart, Int32(min(bytes.count - outputStart, Int(Int32.max))))
+                SSL_write(ssl, bytes.baseAddress! + outputStart, Int32(length))
             }
             if written > 0 {
+                blockedWriteLength = nil
                 outputStart += Int(written)
                 bytesWritten += Int(written)
                 continue
             }
             switch SSL_get_error(ssl, written) {
             case SSL_ERROR_WANT_WRITE:
+                blockedWriteLength = length
                 return false
             case SSL_ERROR_WANT_READ:
+                blockedWriteLength = length
                 writeWantsRead = true
                 return false
             default:
