@@ -149,11 +149,12 @@ public final class KafkaProducer: @unchecked Sendable {
         }
         let passedThrough = properties.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value) }
         let client = try RDKafkaClient(kind: .producer, properties: enforced + passedThrough + extra, context: context)
+        // Read back as librdkafka parsed it (strtol: "0500000" is octal).
+        guard let recordBytes = client.effectiveProperty("message.max.bytes").flatMap({ Int($0) }) else { return client }
         // librdkafka answers "queue full" to a record larger than the queue's byte bound however
         // empty the queue is: one dead letter of `message.max.bytes` would wait for room forever,
-        // and every output after it (the outbox keeps their order) with it. Read back as parsed.
-        if let kilobytes = client.effectiveProperty("queue.buffering.max.kbytes").flatMap({ Int($0) }),
-           let recordBytes = client.effectiveProperty("message.max.bytes").flatMap({ Int($0) }), kilobytes * 1024 < recordBytes {
+        // and every output after it (the outbox keeps their order) with it.
+        if let kilobytes = client.effectiveProperty("queue.buffering.max.kbytes").flatMap({ Int($0) }), kilobytes * 1024 < recordBytes {
             client.destroy()
             throw KafkaError.configuration("""
                 Kafka producer property "queue.buffering.max.kbytes" (\(kilobytes)) must hold one record of \
@@ -163,7 +164,7 @@ public final class KafkaProducer: @unchecked Sendable {
         }
         // A record the caller must write that librdkafka refuses as too large would stop the
         // caller at the same record after every restart: refused here, before anything runs.
-        if let recordBytes = client.effectiveProperty("message.max.bytes").flatMap({ Int($0) }), recordBytes < minimumRecordBytes {
+        if recordBytes < minimumRecordBytes {
             client.destroy()
             throw KafkaError.configuration("""
                 Kafka producer property "message.max.bytes" (\(recordBytes)) must be at least \(minimumRecordBytes): \
@@ -181,17 +182,15 @@ public final class KafkaProducer: @unchecked Sendable {
         properties: [String: String], queueCapacity: (messages: Int, kilobytes: Int)?, transactionalID: String?,
         minimumRecordBytes: Int = 0
     ) throws {
-        guard let quiet = KafkaPropertyRules.checkableOffline(properties) else {
+        let checked: [String: String]
+        if let quiet = KafkaPropertyRules.checkableOffline(properties) {
+            checked = quiet
+        } else {
+            // Property by property, and the record and queue sizes on a client made of them alone.
             try KafkaPropertyRules.validate(properties, for: .producer)
-            // The record and queue sizes are still checked, on a client made of them alone.
-            let sizes = properties.filter { $0.key == "message.max.bytes" || $0.key == "queue.buffering.max.kbytes" }
-            let client = try makeClient(bootstrapServers: nil, properties: sizes, queueCapacity: queueCapacity,
-                                        transactionalID: nil, minimumRecordBytes: minimumRecordBytes,
-                                        context: RDKafkaClientContext(logger: Logger(label: "kafka.check")),
-                                        extra: KafkaPropertyRules.offlineCheckExtras)
-            return client.destroy()
+            checked = properties.filter { $0.key == "message.max.bytes" || $0.key == "queue.buffering.max.kbytes" }
         }
-        let client = try makeClient(bootstrapServers: nil, properties: quiet, queueCapacity: queueCapacity,
+        let client = try makeClient(bootstrapServers: nil, properties: checked, queueCapacity: queueCapacity,
                                     transactionalID: transactionalID, minimumRecordBytes: minimumRecordBytes,
                                     context: RDKafkaClientContext(logger: Logger(label: "kafka.check")),
                                     extra: KafkaPropertyRules.offlineCheckExtras)
