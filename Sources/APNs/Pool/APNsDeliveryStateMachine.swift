@@ -199,17 +199,33 @@ struct APNsDeliveryStateMachine {
         // `expiration * 1000` would overflow; within this branch it cannot.
         if let expiration = entry.pending.notification.expiration, expiration > 0,
            (now.unixMilliseconds + delay / 1_000_000) / 1000 >= expiration {
-            // A counted retry whose draw fell past the expiration is drawn again (full jitter)
-            // within the time left, when at least the first backoff is left; otherwise it stops.
             let leftNanoseconds = (expiration * 1000 - now.unixMilliseconds) * 1_000_000
-            guard cause.countsAsAttempt, leftNanoseconds >= configuration.retryBackoff.initialNanoseconds else {
-                return .finish(entry.resultWithoutAnotherAttempt)
+            if cause.countsAsAttempt {
+                // A counted retry whose draw fell past the expiration is drawn again (full jitter)
+                // within the time left, when at least the first backoff is left; otherwise it stops.
+                guard leftNanoseconds >= configuration.retryBackoff.initialNanoseconds else {
+                    return .finish(entry.resultWithoutAnotherAttempt)
+                }
+                delay = min(Int64(Double(leftNanoseconds) * jitter.next()), leftNanoseconds - 1_000_000)
+            } else {
+                guard leftNanoseconds > 0 else { return .finish(entry.resultWithoutAnotherAttempt) }
+                delay = Self.notProcessedDelay(leftNanoseconds: leftNanoseconds,
+                                               floor: configuration.notProcessedBackoff.initialNanoseconds)
             }
-            delay = min(Int64(Double(leftNanoseconds) * jitter.next()), leftNanoseconds - 1_000_000)
         }
         let dueAt = now.nanoseconds + delay
         retries.insert(entry, dueAt: dueAt)
         return .retry(cause, dueAt: dueAt)
+    }
+
+    /// The wait of a stream APNs did not process whose backoff would end past the notification's
+    /// expiration, `leftNanoseconds` away. With more than `floor` left it is re-sent in the last
+    /// millisecond before the expiration: it still has a chance. Otherwise it waits until the
+    /// expiration has passed, and `nextToSend` then reports it `expired` (contract §3: not sent
+    /// because the expiration had passed, so never reported before that), the wait never shorter
+    /// than `floor`, so that a clock read early cannot turn the refusals into a tight loop.
+    static func notProcessedDelay(leftNanoseconds: Int64, floor: Int64) -> Int64 {
+        leftNanoseconds > floor ? leftNanoseconds - 1_000_000 : max(leftNanoseconds, floor)
     }
 
     /// A stream ended with `answer` after the pool began to shut down, when nothing is sent

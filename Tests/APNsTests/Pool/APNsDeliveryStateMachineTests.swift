@@ -150,6 +150,48 @@ import Testing
         #expect(last?.attempts == 9)
     }
 
+    /// `expired` means not sent because the expiration had passed (contract §3), so a stream APNs
+    /// did not process is never reported so before then: a re-send whose backoff would end past
+    /// the expiration goes out in its last millisecond instead; refused again, the notification
+    /// waits until the expiration has passed.
+    @Test func aRefusedNotificationIsReportedExpiredOnlyOnceItsExpirationHasPassed() {
+        let start = instant(nanoseconds: 0)
+        for secondsLeft: Int64 in [20, 45, 300] {
+            let expiration = start.unixSeconds + secondsLeft
+            let expiresAt = (expiration * 1000 - start.unixMilliseconds) * millisecond
+            var delivery = machine(jitter: seededJitter(UInt64(secondsLeft)))
+            delivery.enqueue([pendingNotification(tag: 1, expiration: expiration)], now: 0)
+            let (result, causes, delays) = runUntilFinished(&delivery) { _ in .failure(.refused) }
+            guard case .expired? = result?.outcome else {
+                Issue.record("expected expired, got \(String(describing: result))")
+                continue
+            }
+            #expect(result?.attempts == 0)
+            // Every request before the expiration, the last in its final millisecond; the end after it.
+            let lastSentAt = delays.dropLast().reduce(0, +)
+            #expect(lastSentAt < expiresAt && lastSentAt >= expiresAt - 2 * millisecond, "\(secondsLeft) s: \(delays)")
+            #expect(delays.reduce(0, +) >= expiresAt, "\(secondsLeft) s: \(delays)")
+            #expect(causes.count == delays.count && delays.allSatisfy { $0 >= 10 * millisecond })
+        }
+
+        // Finished after its expiration had passed: reported at once, with no further wait.
+        var late = machine()
+        let expiration = start.unixSeconds + 1
+        late.enqueue([pendingNotification(tag: 2, expiration: expiration)], now: 0)
+        var finished: [(APNsDeliveryStateMachine.Entry, APNsDeliveryResult)] = []
+        guard var entry = late.nextToSend(now: start, finished: &finished) else {
+            Issue.record("nothing to send")
+            return
+        }
+        let answeredAt = start.advanced(by: .seconds(2))
+        let decision = late.streamFinished(&entry, answer: .failure(.refused),
+                                           disposition: .of(.failure(.refused), afterGoAway: false), now: answeredAt)
+        guard case .finish(let result) = decision, case .expired = result.outcome else {
+            Issue.record("expected expired at once, got \(decision)")
+            return
+        }
+    }
+
     /// Any non-negative Int64 is a valid `expiration` (contract §2); the deadline arithmetic of
     /// a retry must not overflow on the largest.
     @Test func theLargestExpirationIsRetriedLikeNone() {
