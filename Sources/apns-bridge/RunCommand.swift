@@ -4,6 +4,7 @@ import Dispatch
 import Glibc
 #endif
 import Observability
+import Synchronization
 
 /// `apns-bridge run`: the service. SIGTERM/SIGINT drain, commit and exit 0.
 enum RunCommand {
@@ -18,11 +19,16 @@ enum RunCommand {
     """
 
     static func main(_ arguments: [String]) throws -> Int32 {
+        // First, while this is the only thread: a stop signal from now on waits for the waiter.
+        SignalWaiter.blockStopSignals()
         let options = try CommandLineOptions(arguments, accepting: .init(valued: ["config"]))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
             return 0
         }
+        // Listening before the setup: a signal during it stops the pipeline as soon as it exists.
+        let stop = StopOnSignal()
+        _ = try SignalWaiter { signalNumber, count in stop.received(signalNumber, count: count) }
         // The configuration as loaded holds the passphrases: it lives only until the pipeline has
         // loaded the credentials, which keeps the configuration without them.
         // The status listener is bound before any Kafka client exists, so an unusable http.listen
@@ -56,28 +62,61 @@ enum RunCommand {
             }
         }
         let (timeoutSeconds, timeoutAttoseconds) = configuration.shutdownTimeout.components
-        let graceSeconds = Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5
-        // The pipeline is held weakly: the handler's block is released by libdispatch on one of
-        // its threads, possibly while the process exits, and the pipeline's last release there
-        // would tear down its clients and TLS contexts while the exit handlers tear down the
-        // libraries' locks (under ThreadSanitizer, a crash in a lock's release from the block's
-        // disposal). Held only here, the pipeline goes on this thread before `main` returns.
-        let signals = SignalWaiter { [weak pipeline] signalNumber, count in
-            guard count == 1 else {
-                // A second signal: stop now. Unfinished offsets stay uncommitted.
-                logger.warning("second signal: exiting without draining", metadata: ["signal": "\(signalNumber)"])
-                _exit(1)
-            }
-            logger.info("stopping on signal", metadata: ["signal": "\(signalNumber)"])
-            pipeline?.requestStop()
-            // Kafka or APNs may not answer at all while draining: never outlive the grace period.
-            DispatchQueue.global().asyncAfter(deadline: .now() + graceSeconds) {
-                logger.error("shutdown took longer than shutdown_timeout; exiting without a clean stop")
-                _exit(1)
-            }
+        stop.attach(pipeline, graceSeconds: Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5)
+        return pipeline.run()
+    }
+}
+
+/// What a stop signal does in `run`: the first asks the pipeline to drain and stop (remembered
+/// until the pipeline exists, when it arrives during the setup) and starts a watchdog for the
+/// grace period; a second exits at once, leaving unfinished offsets uncommitted.
+private final class StopOnSignal: Sendable {
+    private struct State {
+        var requested = false
+        // Weak: the pipeline goes on the main thread before `main` returns, never on the
+        // signal thread while the process exits and the libraries tear down their locks.
+        weak var pipeline: BridgePipeline?
+        var graceSeconds: Double?
+    }
+
+    private let state = Mutex(State())
+    private let logger = Logger(label: "apns-bridge")
+
+    /// The signal thread: `count` signals so far, this one included.
+    func received(_ signalNumber: Int32, count: Int) {
+        guard count == 1 else {
+            logger.warning("second signal: exiting without draining", metadata: ["signal": "\(signalNumber)"])
+            _exit(1)
         }
-        let exitCode = pipeline.run()
-        withExtendedLifetime(signals) {}
-        return exitCode
+        logger.info("stopping on signal", metadata: ["signal": "\(signalNumber)"])
+        let (pipeline, graceSeconds) = state.withLock { state in
+            state.requested = true
+            return (state.pipeline, state.graceSeconds)
+        }
+        pipeline?.requestStop()
+        if let graceSeconds { startWatchdog(graceSeconds) }
+    }
+
+    /// The pipeline exists; it stops at once if a signal came first. Exactly one of this and
+    /// `received` sees the other's state, so the watchdog starts once.
+    func attach(_ pipeline: BridgePipeline, graceSeconds: Double) {
+        let requested = state.withLock { state in
+            state.pipeline = pipeline
+            state.graceSeconds = graceSeconds
+            return state.requested
+        }
+        if requested {
+            pipeline.requestStop()
+            startWatchdog(graceSeconds)
+        }
+    }
+
+    /// Kafka or APNs may not answer at all while draining: never outlive the grace period.
+    private func startWatchdog(_ graceSeconds: Double) {
+        let logger = logger
+        DispatchQueue.global().asyncAfter(deadline: .now() + graceSeconds) {
+            logger.error("shutdown took longer than shutdown_timeout; exiting without a clean stop")
+            _exit(1)
+        }
     }
 }

@@ -39,6 +39,8 @@ enum SimulatorCommand {
     """
 
     static func main(_ arguments: [String]) throws -> Int32 {
+        // First, while this is the only thread: a stop signal from now on waits for the waiter.
+        SignalWaiter.blockStopSignals()
         let valued: Set<String> = [
             "listen", "credentials", "hostname", "cert", "key", "auth-key", "unregistered", "max-streams", "max-connections", "threads",
             "client-ca",
@@ -105,10 +107,9 @@ enum SimulatorCommand {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         CommandLineInterface.write("APNs simulator listening on https://\(shownHost):\(simulator.port)\n", to: 1)
         let stop = DispatchSemaphore(value: 0)
-        let signals = SignalWaiter { _, _ in stop.signal() }
+        _ = try SignalWaiter { _, _ in stop.signal() }
         stop.wait()
         simulator.close()
-        withExtendedLifetime(signals) {}
         return 0
     }
 

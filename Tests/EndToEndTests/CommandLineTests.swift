@@ -91,6 +91,31 @@ struct CommandLineTests {
         #expect(BridgeBinary.wait(process, seconds: 30) == 0)
     }
 
+    /// A stop signal that comes while `run` is still setting up (its status listener is bound
+    /// early, then the credentials, the Kafka clients and the pool are made) is neither lost nor
+    /// the end of the process by the signal's default action: the pipeline stops as soon as it
+    /// exists, and the process exits 0.
+    @Test func aStopSignalDuringTheSetupStopsTheBridgeCleanly() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        for (round, signalNumber) in [SIGTERM, SIGINT, SIGTERM].enumerated() {
+            let port = HTTPTestClient.freePort()
+            let yaml = environment.configurationYAML(groupID: "early-signal-\(round)")
+                .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)")
+            let configFile = try TemporaryFile(contents: yaml)
+            let log = try ScratchDirectory()
+            defer { log.remove() }
+            let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
+            defer { BridgeBinary.stop(process) }
+            // The signal follows the listener's first accepted connection at once.
+            #expect(waitFor(timeout: .seconds(30), every: .milliseconds(1)) { (try? HTTPTestClient(port: port)) != nil })
+            kill(process.processIdentifier, signalNumber)
+            let status = BridgeBinary.wait(process, seconds: 30)
+            #expect(status == 0 && process.terminationReason == .exit,
+                    "signal \(signalNumber): \(String(describing: status)) \(BridgeBinary.tail(of: log.file("bridge.log")))")
+        }
+    }
+
     @Test func aSecondSignalStopsAtOnceWithoutCommittingUnfinishedWork() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }

@@ -47,6 +47,20 @@ struct SimulatorProcessTests {
         #expect(BridgeBinary.wait(simulator, seconds: 10) == 0)
     }
 
+    /// A stop signal sent the moment the simulator names its port is neither lost nor the end
+    /// of the process by the signal's default action: it closes and exits 0.
+    @Test func aStopSignalRightAfterTheStartStopsTheSimulatorCleanly() throws {
+        let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for signalNumber in [SIGTERM, SIGINT, SIGTERM] {
+            let (simulator, _) = try Self.startSimulator(directory: directory, [])
+            defer { BridgeBinary.stop(simulator) }
+            kill(simulator.processIdentifier, signalNumber)
+            let status = BridgeBinary.wait(simulator, seconds: 10)
+            #expect(status == 0 && simulator.terminationReason == .exit, "signal \(signalNumber): \(String(describing: status))")
+        }
+    }
+
     @Test func unusableFaultFlagsAreUsageErrors() throws {
         let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
