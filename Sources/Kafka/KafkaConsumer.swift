@@ -17,6 +17,8 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// Guards the phase; calls from any thread run their (non-blocking) C call under it, so
     /// `close` cannot destroy the handle under them.
     let phase = Locked(Phase.open)
+    private let closingInBackground = Locked(false)
+    private var closingThread: NativeThread?
     /// The last topic handle seen by `poll` and its name. No runtime exclusivity check (one per
     /// record): polling thread only, and its one mutating method calls out to nothing.
     @exclusivity(unchecked) private var topicNames = TopicNameCache()
@@ -214,9 +216,14 @@ public final class KafkaConsumer: @unchecked Sendable {
     }
 
     /// Commits the stored offsets, leaves the group (revocations reach ``rebalanceHandler``)
-    /// and destroys the consumer. Idempotent; call from the polling thread or after it stopped.
-    /// - Parameter timeoutMilliseconds: the longest it waits for the group to take back the
-    ///   assignment (the final commit and librdkafka's own close come on top).
+    /// and destroys the consumer, all within `timeoutMilliseconds`. Idempotent; call from the
+    /// polling thread or after it stopped.
+    ///
+    /// With the group coordinator unreachable, librdkafka would hold a synchronous commit, and
+    /// its own close (which commits again with auto commit on), for up to `session.timeout.ms`
+    /// each: both are started asynchronously here and waited for until the deadline at most.
+    /// Offsets not committed by then stay uncommitted, and the group's next owner of their
+    /// partitions reads those records again (at least once).
     public func close(timeoutMilliseconds: Int = 10_000) {
         let shouldClose = phase.withLock { phase -> Bool in
             guard phase == .open else { return false }
@@ -224,17 +231,97 @@ public final class KafkaConsumer: @unchecked Sendable {
             return true
         }
         guard shouldClose else { return }
-        let commit = rd_kafka_commit(client.pointer, nil, 0)
-        if commit != RD_KAFKA_RESP_ERR_NO_ERROR, commit != RD_KAFKA_RESP_ERR__NO_OFFSET {
-            logger.warning("final offset commit failed", metadata: ["error": KafkaError(commit).description])
-        }
-        leaveAssignment(timeoutMilliseconds: max(0, timeoutMilliseconds))
-        let result = rd_kafka_consumer_close(client.pointer)
-        if result != RD_KAFKA_RESP_ERR_NO_ERROR {
-            logger.warning("consumer close failed", metadata: ["error": KafkaError(result).description])
-        }
+        let deadline = Timestamp.monotonicNanoseconds() + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+        commitStoredOffsets(until: deadline)
+        leaveAssignment(timeoutMilliseconds: Self.millisecondsLeft(until: deadline))
+        closeGroupMembership(until: deadline)
         phase.withLock { $0 = .closed }
+    }
+
+    /// The final commit of the stored offsets, waited for until `deadline` at most.
+    private func commitStoredOffsets(until deadline: UInt64) {
+        guard let queue = rd_kafka_queue_new(client.pointer) else { return }
+        defer { rd_kafka_queue_destroy(queue) }
+        var result = rd_kafka_commit_queue(client.pointer, nil, queue, nil, nil)
+        while result == RD_KAFKA_RESP_ERR_NO_ERROR {
+            let left = Self.millisecondsLeft(until: deadline)
+            guard left > 0 else {
+                logger.warning("final offset commit not confirmed in time; the offsets stay uncommitted")
+                return
+            }
+            guard let event = rd_kafka_queue_poll(queue, Int32(min(left, 100))) else { continue }
+            defer { rd_kafka_event_destroy(event) }
+            if rd_kafka_event_type(event) == RD_KAFKA_EVENT_OFFSET_COMMIT {
+                result = rd_kafka_event_error(event)
+                break
+            }
+        }
+        if result != RD_KAFKA_RESP_ERR_NO_ERROR, result != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            logger.warning("final offset commit failed", metadata: ["error": KafkaError(result).description])
+        }
+    }
+
+    /// librdkafka's close (leaving the group), its callbacks served here until `deadline`, then
+    /// the client destroyed. What has not finished by then goes on on a thread of its own,
+    /// without the rebalance handler (the owner has stopped), and destroys the client when done.
+    private func closeGroupMembership(until deadline: UInt64) {
+        guard let queue = rd_kafka_queue_new(client.pointer) else {
+            client.destroy()
+            return
+        }
+        if let error = rd_kafka_consumer_close_queue(client.pointer, queue) {
+            logger.warning("consumer close failed", metadata: ["error": KafkaError(rd_kafka_error_code(error)).description])
+            rd_kafka_error_destroy(error)
+            rd_kafka_queue_destroy(queue)
+            client.destroy(skippingConsumerClose: true)
+            return
+        }
+        while rd_kafka_consumer_closed(client.pointer) == 0 {
+            let left = Self.millisecondsLeft(until: deadline)
+            guard left > 0 else {
+                finishClosingInBackground(queue)
+                return
+            }
+            _ = rd_kafka_queue_poll_callback(queue, Int32(min(left, 50)))
+        }
+        rd_kafka_queue_destroy(queue)
         client.destroy()
+    }
+
+    /// Serves the close's queue on a thread of its own until librdkafka has closed the consumer
+    /// (with the group coordinator unreachable, when its session times out), then destroys it.
+    private func finishClosingInBackground(_ queue: OpaquePointer) {
+        logger.warning("leaving the consumer group goes on after the stop (the group coordinator does not answer)")
+        client.context.rebalanceHandler.withLock { $0 = nil }
+        closingInBackground.withLock { $0 = true }
+        let client = client
+        let queue = CloseQueue(pointer: queue)
+        let closing = closingInBackground
+        do {
+            closingThread = try NativeThread(name: "kafka consumer close") {
+                while rd_kafka_consumer_closed(client.pointer) == 0 {
+                    _ = rd_kafka_queue_poll_callback(queue.pointer, 100)
+                }
+                rd_kafka_queue_destroy(queue.pointer)
+                client.destroy()
+                closing.withLock { $0 = false }
+            }
+        } catch {
+            // No thread: the handle is left to the process's exit rather than waited for here.
+            logger.warning("consumer close left unfinished", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Whether librdkafka's close of this consumer goes on after ``close(timeoutMilliseconds:)``
+    /// returned (the group coordinator did not answer in time): a process that exits now leaves
+    /// it to the group's session timeout.
+    public var isClosingInBackground: Bool {
+        closingInBackground.withLock { $0 }
+    }
+
+    private static func millisecondsLeft(until deadline: UInt64) -> Int {
+        let now = Timestamp.monotonicNanoseconds()
+        return deadline > now ? Int((deadline - now) / 1_000_000) : 0
     }
 
     /// Unsubscribes and polls until the revocation was served and nothing is assigned (or
@@ -268,4 +355,9 @@ public final class KafkaConsumer: @unchecked Sendable {
             logger.debug("records dropped at close; they will be consumed again", metadata: ["records": "\(dropped)"])
         }
     }
+}
+
+/// The close's queue, handed to the thread that serves it.
+private struct CloseQueue: @unchecked Sendable {
+    let pointer: OpaquePointer
 }

@@ -63,7 +63,14 @@ enum RunCommand {
         }
         let (timeoutSeconds, timeoutAttoseconds) = configuration.shutdownTimeout.components
         stop.attach(pipeline, graceSeconds: Double(timeoutSeconds) + Double(timeoutAttoseconds) / 1e18 + 5)
-        return pipeline.run()
+        let exitCode = pipeline.run()
+        if pipeline.isConsumerClosingInBackground {
+            // librdkafka's threads still wait for the group coordinator: the process exits
+            // without its exit handlers (OpenSSL's cleanup among them), which must not run under them.
+            LoggingSystem.flush()
+            _exit(exitCode)
+        }
+        return exitCode
     }
 }
 

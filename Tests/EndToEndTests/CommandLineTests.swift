@@ -102,17 +102,13 @@ struct CommandLineTests {
             let port = HTTPTestClient.freePort()
             let yaml = environment.configurationYAML(groupID: "early-signal-\(round)")
                 .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)")
-            let configFile = try TemporaryFile(contents: yaml)
-            let log = try ScratchDirectory()
-            defer { log.remove() }
-            let process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
-            defer { BridgeBinary.stop(process) }
+            let bridge = try BridgeRunProcess(yaml: yaml)
             // The signal follows the listener's first accepted connection at once.
             #expect(waitFor(timeout: .seconds(30), every: .milliseconds(1)) { (try? HTTPTestClient(port: port)) != nil })
-            kill(process.processIdentifier, signalNumber)
-            let status = BridgeBinary.wait(process, seconds: 30)
-            #expect(status == 0 && process.terminationReason == .exit,
-                    "signal \(signalNumber): \(String(describing: status)) \(BridgeBinary.tail(of: log.file("bridge.log")))")
+            kill(bridge.process.processIdentifier, signalNumber)
+            let status = BridgeBinary.wait(bridge.process, seconds: 30)
+            #expect(status == 0 && bridge.process.terminationReason == .exit,
+                    "signal \(signalNumber): \(String(describing: status)) \(bridge.logTail)")
         }
     }
 
@@ -510,6 +506,28 @@ final class PipeDrain: @unchecked Sendable {
 }
 
 /// A file under /tmp, removed when the value is released.
+/// An `apns-bridge run` process on a configuration file of its own, its standard error kept in
+/// a scratch directory's `bridge.log`; stopped (SIGTERM, then SIGKILL) and cleaned up with it.
+final class BridgeRunProcess {
+    let process: Process
+    private let configFile: TemporaryFile
+    private let log: ScratchDirectory
+
+    init(yaml: String) throws {
+        configFile = try TemporaryFile(contents: yaml)
+        log = try ScratchDirectory()
+        process = try BridgeBinary.start(["run", "--config", configFile.path], logFile: log.file("bridge.log"))
+    }
+
+    /// The log's last lines, for a failure message.
+    var logTail: String { BridgeBinary.tail(of: log.file("bridge.log")) }
+
+    deinit {
+        BridgeBinary.stop(process)
+        log.remove()
+    }
+}
+
 final class TemporaryFile {
     let path: String
 

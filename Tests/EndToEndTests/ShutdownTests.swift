@@ -86,6 +86,60 @@ struct ShutdownTests {
         #expect(committed[0] == nil)
     }
 
+    /// Offsets stored but not committed yet when Kafka goes away: the final commit cannot reach
+    /// the coordinator, and the stop still fits `shutdown_timeout` (the offsets stay uncommitted:
+    /// the next owner reads those records again).
+    @Test func stoppingWithStoredOffsetsAndKafkaGoneStaysWithinTheShutdownTimeout() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        try environment.produceRequests(Self.records(3))
+        let yaml = environment.configurationYAML(groupID: "stored-kafka-gone")
+            .replacingOccurrences(of: "auto.commit.interval.ms: 200", with: "auto.commit.interval.ms: 600000")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 2s")
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        #expect(waitFor(timeout: .seconds(30)) {
+            let results = try? KafkaTopicReader.readToEnd(
+                bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+                timeoutMilliseconds: 2_000)
+            return results?.count == 3 && runner.pipeline.inFlightCount == 0
+        })
+        environment.kafka.setBrokerDown(1)
+        defer { environment.kafka.setBrokerUp(1) }
+
+        let started = Date()
+        let code = runner.stop()
+        let seconds = Date().timeIntervalSince(started)
+        #expect(code == 0)
+        #expect(seconds < 3, "stopping took \(seconds) s")
+    }
+
+    /// The same through the binary and SIGTERM (contract §9: drains, commits and exits 0 within
+    /// `shutdown_timeout`), the consumer's close left to go on as the process exits.
+    @Test func theBinaryExitsZeroWithinTheShutdownTimeoutWithStoredOffsetsAndKafkaGone() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        try environment.produceRequests(Self.records(3))
+        let yaml = environment.configurationYAML(groupID: "stored-kafka-gone-binary", extra: "log: {format: text}")
+            .replacingOccurrences(of: "auto.commit.interval.ms: 200", with: "auto.commit.interval.ms: 600000")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 2s")
+        let bridge = try BridgeRunProcess(yaml: yaml)
+        #expect(waitFor(timeout: .seconds(30)) {
+            let results = try? KafkaTopicReader.readToEnd(
+                bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+                timeoutMilliseconds: 2_000)
+            return results?.count == 3
+        })
+        environment.kafka.setBrokerDown(1)
+        defer { environment.kafka.setBrokerUp(1) }
+
+        let started = Date()
+        kill(bridge.process.processIdentifier, SIGTERM)
+        let status = BridgeBinary.wait(bridge.process, seconds: 30)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(status == 0, "\(bridge.logTail)")
+        #expect(seconds < 3, "stopping took \(seconds) s")
+    }
+
     @Test func stoppingWithKafkaGoneStaysWithinTheShutdownTimeout() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }

@@ -193,6 +193,12 @@ public final class BridgePipeline: Sendable {
         failed.load(ordering: .acquiring)
     }
 
+    /// Whether, after ``run()`` returned, librdkafka still closes the consumer on a thread of its
+    /// own (the group coordinator did not answer within `shutdown_timeout`).
+    public var isConsumerClosingInBackground: Bool {
+        consumer.isClosingInBackground
+    }
+
     /// Notifications waiting for APNs plus results and dead letters waiting for Kafka's acknowledgement.
     public var inFlightCount: Int {
         inFlight

@@ -64,10 +64,12 @@ final class RDKafkaClient: @unchecked Sendable {
         destroy()
     }
 
-    /// `rd_kafka_destroy`, then releases the context. Idempotent.
-    func destroy() {
+    /// `rd_kafka_destroy`, then releases the context. Idempotent. `skippingConsumerClose`: a
+    /// consumer whose close did not finish in time is destroyed without librdkafka's own close
+    /// (`RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE`), which would wait for the group again.
+    func destroy(skippingConsumerClose: Bool = false) {
         guard !isDestroyed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        rd_kafka_destroy(handle)
+        rd_kafka_destroy_flags(handle, skippingConsumerClose ? RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE : 0)
         retainedContext.release()
     }
 
