@@ -18,7 +18,6 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// `close` cannot destroy the handle under them.
     let phase = Locked(Phase.open)
     private let closingInBackground = Locked(false)
-    private var closingThread: NativeThread?
     /// The last topic handle seen by `poll` and its name. No runtime exclusivity check (one per
     /// record): polling thread only, and its one mutating method calls out to nothing.
     @exclusivity(unchecked) private var topicNames = TopicNameCache()
@@ -298,14 +297,14 @@ public final class KafkaConsumer: @unchecked Sendable {
         let queue = CloseQueue(pointer: queue)
         let closing = closingInBackground
         do {
-            closingThread = try NativeThread(name: "kafka consumer close") {
+            try NativeThread(name: "kafka consumer close") {
                 while rd_kafka_consumer_closed(client.pointer) == 0 {
                     _ = rd_kafka_queue_poll_callback(queue.pointer, 100)
                 }
                 rd_kafka_queue_destroy(queue.pointer)
                 client.destroy()
                 closing.withLock { $0 = false }
-            }
+            }.detach()
         } catch {
             // No thread: the handle is left to the process's exit rather than waited for here.
             logger.warning("consumer close left unfinished", metadata: ["error": "\(error)"])

@@ -137,7 +137,9 @@ struct ShutdownTests {
         let status = BridgeBinary.wait(bridge.process, seconds: 30)
         let seconds = Date().timeIntervalSince(started)
         #expect(status == 0, "\(bridge.logTail)")
-        #expect(seconds < 3, "stopping took \(seconds) s")
+        // shutdown_timeout is 2 s (the watchdog would exit 1 at 7 s); the process's own exit, slower
+        // under the sanitizers, gets a little slack on top.
+        #expect(seconds < 3.5, "stopping took \(seconds) s \(bridge.logTail)")
     }
 
     @Test func stoppingWithKafkaGoneStaysWithinTheShutdownTimeout() throws {

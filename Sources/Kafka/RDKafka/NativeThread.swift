@@ -26,6 +26,13 @@ final class NativeThread: @unchecked Sendable {
         }
     }
 
+    /// Lets the thread end on its own, never joined.
+    func detach() {
+        guard !isJoined else { return }
+        isJoined = true
+        pthread_detach(thread)
+    }
+
     /// Waits for the thread to end. Call once, from another thread.
     func join() {
         guard !isJoined else { return }
