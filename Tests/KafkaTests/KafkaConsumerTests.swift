@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import TestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
@@ -154,6 +155,36 @@ struct KafkaConsumerTests {
         #expect(final == [0: partitionZero.last!.offset + 1])
         #expect(throws: KafkaError.self) { try consumer.poll(maxMessages: 1, timeoutMilliseconds: 0) }
         consumer.close()  // idempotent
+    }
+
+    /// Records fetched but not polled yet when the close's time is up reach librdkafka's close
+    /// queue: the close goes on on a thread of its own and drops them (they stay uncommitted),
+    /// where serving them without a consume callback aborted the process.
+    @Test func aCloseOutOfTimeWithFetchedRecordsFinishesInTheBackground() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try cluster.createTopic("backlog", partitions: 4)
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
+            deliveryHandler: { _, _ in })
+        try KafkaTestSupport.produce(producer, topic: "backlog", count: 2_000)
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
+        producer.close()
+
+        let consumer = try KafkaConsumer(
+            bootstrapServers: cluster.bootstrapServers, groupID: "closing", topics: ["backlog"],
+            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        // One record polled: the rest of its partition's fetch waits in the consumer's queue.
+        var first: [KafkaMessage] = []
+        #expect(waitFor(timeout: .seconds(30)) {
+            first = (try? consumer.poll(maxMessages: 1, timeoutMilliseconds: 100)) ?? []
+            return !first.isEmpty
+        })
+        consumer.close(timeoutMilliseconds: 0)
+        #expect(waitFor(timeout: .seconds(30)) { !consumer.isClosingInBackground })
+        let committed = try KafkaTopicReader.committedOffsets(
+            bootstrapServers: cluster.bootstrapServers, groupID: "closing", topic: "backlog", partitions: 4)
+        #expect(committed.isEmpty, "nothing was stored, so nothing is committed: \(committed)")
     }
 
     /// A consumer whose offsets go into transactions must never commit on its own: a stored

@@ -43,6 +43,11 @@ extension RDKafkaClient {
             rd_kafka_conf_set_dr_msg_cb(conf, deliveryReportCallback)
         case .consumer:
             rd_kafka_conf_set_rebalance_cb(conf, rebalanceCallback)
+            // Served only where a queue is served with callbacks: the close's queue, which
+            // librdkafka forwards the consumer's fetched records to. Without a consume callback
+            // it aborts on the first such record (an op not handled); records left there are
+            // dropped unprocessed, and stay uncommitted. `rd_kafka_consumer_poll` never calls it.
+            rd_kafka_conf_set_consume_cb(conf) { _, _ in }
         }
     }
 }
