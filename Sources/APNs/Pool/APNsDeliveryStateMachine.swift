@@ -219,14 +219,20 @@ struct APNsDeliveryStateMachine {
     }
 
     /// The wait of a stream APNs did not process whose backoff would end past the notification's
-    /// expiration, `leftNanoseconds` away. With more than `floor` left it is re-sent in the last
-    /// millisecond before the expiration: it still has a chance. Otherwise it waits until the
-    /// expiration has passed, and `nextToSend` then reports it `expired` (contract §3: not sent
-    /// because the expiration had passed, so never reported before that), the wait never shorter
-    /// than `floor`, so that a clock read early cannot turn the refusals into a tight loop.
+    /// expiration, `leftNanoseconds` away. With time enough left it is re-sent
+    /// `expiryMarginNanoseconds` before the expiration: it still has a chance. Otherwise it waits
+    /// until the expiration has passed, and `nextToSend` then reports it `expired` (contract §3:
+    /// not sent because the expiration had passed, so never reported before that), the wait never
+    /// shorter than `floor`, so that a clock read early cannot turn the refusals into a tight loop.
     static func notProcessedDelay(leftNanoseconds: Int64, floor: Int64) -> Int64 {
-        leftNanoseconds > floor ? leftNanoseconds - 1_000_000 : max(leftNanoseconds, floor)
+        let resendIn = leftNanoseconds - expiryMarginNanoseconds
+        return resendIn >= floor ? resendIn : max(leftNanoseconds, floor)
     }
+
+    /// How long before the expiration a last re-send is aimed: the wall clock is read coarsely
+    /// (to the kernel's tick, up to 10 ms at 100 Hz) and lags, so aiming closer could send the
+    /// request after the expiration.
+    static let expiryMarginNanoseconds: Int64 = 15_000_000
 
     /// A stream ended with `answer` after the pool began to shut down, when nothing is sent
     /// again: an answer that would be retried ends as the shutdown ends every notification not yet
