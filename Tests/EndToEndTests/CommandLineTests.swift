@@ -505,7 +505,6 @@ final class PipeDrain: @unchecked Sendable {
     }
 }
 
-/// A file under /tmp, removed when the value is released.
 /// An `apns-bridge run` process on a configuration file of its own, its standard error kept in
 /// a scratch directory's `bridge.log`; stopped (SIGTERM, then SIGKILL) and cleaned up with it.
 final class BridgeRunProcess {
@@ -528,6 +527,7 @@ final class BridgeRunProcess {
     }
 }
 
+/// A file under /tmp, removed when the value is released.
 final class TemporaryFile {
     let path: String
 
