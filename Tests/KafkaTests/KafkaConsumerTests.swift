@@ -121,13 +121,7 @@ struct KafkaConsumerTests {
     @Test func onlyStoredOffsetsAreCommitted() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
-        try cluster.createTopic("work", partitions: 2)
-        let producer = try KafkaProducer(
-            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
-            deliveryHandler: { _, _ in })
-        try KafkaTestSupport.produce(producer, topic: "work", count: 40)
-        #expect(producer.flush(timeoutMilliseconds: 10_000))
-        producer.close()
+        try KafkaTestSupport.createFilledTopic("work", partitions: 2, count: 40, on: cluster)
 
         let consumer = try KafkaConsumer(
             bootstrapServers: cluster.bootstrapServers, groupID: "workers", topics: ["work"],
@@ -163,13 +157,7 @@ struct KafkaConsumerTests {
     @Test func aCloseOutOfTimeWithFetchedRecordsFinishesInTheBackground() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
-        try cluster.createTopic("backlog", partitions: 4)
-        let producer = try KafkaProducer(
-            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
-            deliveryHandler: { _, _ in })
-        try KafkaTestSupport.produce(producer, topic: "backlog", count: 2_000)
-        #expect(producer.flush(timeoutMilliseconds: 10_000))
-        producer.close()
+        try KafkaTestSupport.createFilledTopic("backlog", partitions: 4, count: 2_000, on: cluster)
 
         let consumer = try KafkaConsumer(
             bootstrapServers: cluster.bootstrapServers, groupID: "closing", topics: ["backlog"],
@@ -193,13 +181,7 @@ struct KafkaConsumerTests {
     @Test func withoutAutoCommitAStoredOffsetIsCommittedOnlyWhenAsked() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
-        try cluster.createTopic("txn-input", partitions: 1)
-        let producer = try KafkaProducer(
-            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: KafkaTestSupport.logger,
-            deliveryHandler: { _, _ in })
-        try KafkaTestSupport.produce(producer, topic: "txn-input", count: 10)
-        #expect(producer.flush(timeoutMilliseconds: 10_000))
-        producer.close()
+        try KafkaTestSupport.createFilledTopic("txn-input", partitions: 1, count: 10, on: cluster)
         let partition = KafkaTopicPartition(topic: "txn-input", partition: 0)
         var properties = KafkaTestSupport.fastGroupProperties
         properties["auto.commit.interval.ms"] = "100"

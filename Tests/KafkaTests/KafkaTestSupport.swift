@@ -3,6 +3,7 @@ import Kafka
 import Observability
 import Synchronization
 import TestSupport
+import Testing
 
 /// Collects delivery reports from a producer's poll thread.
 final class DeliveryRecorder: Sendable {
@@ -63,6 +64,18 @@ enum KafkaTestSupport {
             if try condition() { return true }
         }
         return false
+    }
+
+    /// Creates `topic` on `cluster` with `partitions` partitions and fills it with `count` records
+    /// of ``produce(_:topic:count:tagBase:first:)``, all acknowledged before it returns.
+    static func createFilledTopic(_ topic: String, partitions: Int32, count: Int, on cluster: MockKafkaCluster) throws {
+        try cluster.createTopic(topic, partitions: partitions)
+        let producer = try KafkaProducer(
+            bootstrapServers: cluster.bootstrapServers, properties: [:], logger: logger,
+            deliveryHandler: { _, _ in })
+        defer { producer.close() }
+        try produce(producer, topic: topic, count: count)
+        #expect(producer.flush(timeoutMilliseconds: 10_000))
     }
 
     /// Produces `count` records `value-<i>` with key `key-<i>`, header `request-id: r<i>` and
