@@ -29,6 +29,41 @@ import Testing
         #expect(sequencer.bufferedOutputCount == 0)
     }
 
+    /// The weight blocked behind an unfinished record: what a stuck partition holds, however
+    /// soon the next transaction comes. Outputs of the complete prefix are not blocked.
+    @Test func theBlockedWeightIsWhatWaitsBehindTheFirstRecordNotComplete() {
+        var sequencer = PartitionOutputSequencer<Output>()
+        for offset in Int64(0)..<200 { let value = sequencer.track(offset); #expect(value) }
+        // Offset 0 never completes; every later one gets an output of weight 3, and completes.
+        for offset in Int64(1)..<200 {
+            do { let value = sequencer.append(Output(offset: offset, index: 0), weight: 3, to: offset); #expect(value) }
+            do { let value = sequencer.complete(offset); #expect(value) }
+        }
+        #expect(sequencer.blockedWeight == 199 * 3)
+        #expect(sequencer.takeReleased() == nil)
+        // Offset 0 gets an output (blocked too, its record not complete), then completes: nothing is blocked.
+        do { let value = sequencer.append(Output(offset: 0, index: 0), weight: 5, to: 0); #expect(value) }
+        #expect(sequencer.blockedWeight == 199 * 3 + 5)
+        do { let value = sequencer.complete(0); #expect(value) }
+        #expect(sequencer.blockedWeight == 0)
+        #expect(sequencer.takeReleased()?.outputs.count == 200)
+
+        // After the release (and the storage's compaction) the count follows the new first unfinished record.
+        for offset in Int64(200)..<300 { let value = sequencer.track(offset); #expect(value) }
+        do { let value = sequencer.append(Output(offset: 200, index: 0), weight: 2, to: 200); #expect(value) }
+        do { let value = sequencer.complete(200); #expect(value) }
+        do { let value = sequencer.append(Output(offset: 250, index: 0), weight: 7, to: 250); #expect(value) }
+        do { let value = sequencer.complete(250); #expect(value) }
+        #expect(sequencer.blockedWeight == 7)  // 200 is releasable; 250 waits behind 201
+        #expect(sequencer.takeReleased()?.nextOffset == 201)
+        for offset in Int64(201)..<250 { let value = sequencer.complete(offset); #expect(value) }
+        #expect(sequencer.blockedWeight == 0)
+        do { let value = sequencer.append(Output(offset: 299, index: 0), weight: 4, to: 299); #expect(value) }
+        #expect(sequencer.blockedWeight == 4)
+        #expect(sequencer.discardAll() == 2)
+        #expect(sequencer.blockedWeight == 0)
+    }
+
     @Test func aCompleteRecordTakesNoMoreOutputsAndUnknownOffsetsAreRefused() {
         var sequencer = PartitionOutputSequencer<Output>()
         do { let value = sequencer.append(Output(offset: 1, index: 0), to: 1); #expect(!value) }

@@ -110,6 +110,70 @@ struct UncommittedSpanTests {
         try Self.expectExpiredUnsent((0..<partitionCount).map { "held-\($0)" }, in: results)
     }
 
+    /// Exactly once, the outputs of records completing behind an unfinished one wait in memory
+    /// (a transaction carries a partition's outputs in offset order). They are bounded by pausing
+    /// that partition alone, not by `max_in_flight`, which would stop every partition: the other
+    /// partition's records, those there at the start and those produced later, are committed
+    /// while the held one still waits.
+    @Test func exactlyOnceAPartitionHeldByAnUnfinishedRecordDoesNotStopTheOthers() throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let maxInFlight = 10
+        let perPartition = 200
+        let token = String(repeating: "6c", count: 32)
+        let expiration = Int(Date().timeIntervalSince1970) + 14
+        let produce = { (records: [(partition: Int32, value: String)]) throws in
+            let producer = try KafkaProducer(
+                bootstrapServers: environment.kafka.bootstrapServers, properties: ["linger.ms": "5"],
+                logger: Logger(label: "test.producer"), deliveryHandler: { _, error in #expect(error == nil) })
+            for record in records {
+                try producer.produce(topic: environment.requestTopic, key: [UInt8]?.none, value: Array(record.value.utf8),
+                                     headers: [], tag: 0, partition: record.partition)
+            }
+            #expect(producer.flush(timeoutMilliseconds: 30_000))
+            producer.close()
+        }
+        // Partition 0 starts with a request to the unreachable sandbox, which waits until its
+        // expiration; everything else is answered at once by production.
+        var first: [(partition: Int32, value: String)] = [
+            (0, #"{"id":"held","token":"\#(token)","environment":"sandbox","expiration":\#(expiration),"payload":{}}"#)]
+        for partition in Int32(0)...1 {
+            for index in 0..<perPartition {
+                first.append((partition, #"{"id":"p\#(partition)-\#(index)","token":"\#(token)","payload":{}}"#))
+            }
+        }
+        try produce(first)
+        let yaml = environment.configurationYAML(groupID: "e2e-span-eos", exactlyOnce: true,
+                                                 extra: "limits: {max_in_flight: \(maxInFlight)}")
+            .replacingOccurrences(of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)", with: "sandbox_url: https://127.0.0.1:1")
+        #expect(yaml.contains("sandbox_url: https://127.0.0.1:1"))
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        defer { runner.stop() }
+        let committed = {
+            (try? KafkaTopicReader.committedOffsets(bootstrapServers: environment.kafka.bootstrapServers,
+                                                    groupID: "e2e-span-eos", topic: environment.requestTopic, partitions: 2)) ?? [:]
+        }
+
+        // The held partition pauses alone; then more records come for the other one only.
+        #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.spanPausedPartitionCount == 1 })
+        try produce((0..<perPartition).map { (1, #"{"id":"late-\#($0)","token":"\#(token)","payload":{}}"#) })
+        #expect(waitFor(timeout: .seconds(10)) { committed()[1] == Int64(2 * perPartition) },
+                "partition 1 committed to \(committed()[1] ?? -1) of \(2 * perPartition)")
+        // ...while the held record still waits: nothing of partition 0 is committed yet.
+        #expect(runner.pipeline.notificationsAwaitingAPNs == 1)
+        #expect((committed()[0] ?? 0) == 0)
+
+        // The held notification expires: partition 0 resumes and drains, every result once.
+        let total = 3 * perPartition + 1
+        #expect(waitFor(timeout: .seconds(30)) { committed().values.reduce(0, +) == Int64(total) })
+        #expect(runner.pipeline.spanPausedPartitionCount == 0)
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: total, timeoutMilliseconds: 30_000, settleMilliseconds: 500)
+        #expect(results.count == total)
+        try Self.expectExpiredUnsent(["held"], in: results)
+    }
+
     /// Each of the requests `ids` has one result, and it says what becomes of a notification
     /// whose expiration passes while it waits for a connection (contract §6): `expired`, never
     /// sent (0 attempts, no status).

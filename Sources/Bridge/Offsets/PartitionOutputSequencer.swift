@@ -14,6 +14,8 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
         var offset: Int64
         var isComplete: Bool
         var outputs: [Output]
+        /// The weight of `outputs` together (see ``append(_:weight:to:)``).
+        var weight: Int
     }
 
     /// What a partition hands to the next transaction: outputs in offset order, and the offset
@@ -27,8 +29,14 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
     private var entries: [Entry] = []
     private var head = 0
     private var lastTracked: Int64?
+    /// Index in `entries` of the first live record not complete (`entries.count` when there is none).
+    private var firstIncomplete = 0
     /// Outputs appended and not yet released or discarded.
     public private(set) var bufferedOutputCount = 0
+    /// The weight of the outputs waiting behind a record that is not complete: they cannot be
+    /// released until it completes, however soon the next transaction comes. One record that
+    /// never completes makes this grow with every record after it that does.
+    public private(set) var blockedWeight = 0
 
     /// Creates an empty sequencer.
     public init() {}
@@ -41,18 +49,20 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
     @discardableResult
     public mutating func track(_ offset: Int64) -> Bool {
         if let lastTracked, offset <= lastTracked { return false }
-        entries.append(Entry(offset: offset, isComplete: false, outputs: []))
+        entries.append(Entry(offset: offset, isComplete: false, outputs: [], weight: 0))
         lastTracked = offset
         return true
     }
 
-    /// Buffers one output of a pending, not yet complete record. Returns false (the output is
-    /// not kept) for any other offset.
+    /// Buffers one output of a pending, not yet complete record; `weight` is what it counts for
+    /// in ``blockedWeight``. Returns false (the output is not kept) for any other offset.
     @discardableResult
-    public mutating func append(_ output: Output, to offset: Int64) -> Bool {
+    public mutating func append(_ output: Output, weight: Int = 1, to offset: Int64) -> Bool {
         guard let index = find(offset), !entries[index].isComplete else { return false }
         entries[index].outputs.append(output)
+        entries[index].weight += weight
         bufferedOutputCount += 1
+        blockedWeight += weight  // its record is not complete, so it is at or after `firstIncomplete`
         return true
     }
 
@@ -62,6 +72,10 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
     public mutating func complete(_ offset: Int64) -> Bool {
         guard let index = find(offset), !entries[index].isComplete else { return false }
         entries[index].isComplete = true
+        while firstIncomplete < entries.count, entries[firstIncomplete].isComplete {
+            blockedWeight -= entries[firstIncomplete].weight
+            firstIncomplete += 1
+        }
         return true
     }
 
@@ -74,6 +88,7 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
             outputs.append(contentsOf: entries[head].outputs)
             nextOffset = entries[head].offset + 1
             entries[head].outputs = []
+            entries[head].weight = 0
             head += 1
         }
         compactIfWorthIt()
@@ -93,8 +108,10 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
         }
         entries.removeAll()
         head = 0
+        firstIncomplete = 0
         lastTracked = nil
         bufferedOutputCount = 0
+        blockedWeight = 0
         return dropped
     }
 
@@ -124,6 +141,7 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
         } else {
             entries.removeFirst(head)
         }
+        firstIncomplete -= head
         head = 0
     }
 

@@ -42,12 +42,12 @@ extension BridgePipeline {
                 boundUncommittedSpans()
             }
             let limit = configuration.limits.maxInFlight
-            let room = max(0, limit - inFlight)
+            let room = max(0, limit - workCountedByLimit)
             // Poll for more only when everything polled so far was admitted; otherwise poll one
             // record at most, so the group still sees this member alive while it waits for room
             // (or, exactly once, for its transactions to be initialised).
             let wanted = waiting.isEmpty ? waiting.pollSize(room: room) : 1
-            let timeout: Int32 = waiting.isEmpty || inFlight >= limit || !transactionsReady ? 100 : 0
+            let timeout: Int32 = waiting.isEmpty || workCountedByLimit >= limit || !transactionsReady ? 100 : 0
             do {
                 try consumer.poll(maxMessages: wanted, timeoutMilliseconds: timeout) { record in
                     let progress = progressCache.progress(
@@ -97,10 +97,10 @@ extension BridgePipeline {
         }
     }
 
-    /// Whether another record may be admitted: work under `limit`, no stop, no fatal error, and
-    /// exactly once, transactions initialised.
+    /// Whether another record may be admitted: work under `limit` (``workCountedByLimit``), no
+    /// stop, no fatal error, and exactly once, transactions initialised.
     private func canAdmit(limit: Int) -> Bool {
-        inFlight < limit && !isStopRequested && !hasFailed && transactionsReady
+        workCountedByLimit < limit && !isStopRequested && !hasFailed && transactionsReady
     }
 
     /// At least once, always; exactly once, whether the committer initialised its transactions.
@@ -288,7 +288,7 @@ extension BridgePipeline {
         }
     }
 
-    /// Keeps in-flight work under `limits.max_in_flight`. At the limit the consumer first stops
+    /// Keeps in-flight work (``workCountedByLimit``) under `limits.max_in_flight`. At the limit the consumer first stops
     /// taking records (they wait in librdkafka's bounded prefetch queue) for up to the grace
     /// period; if the work has not drained by then, it pauses every assigned partition and keeps
     /// polling, so the group never sees this member exceed `max.poll.interval.ms`. Paused
@@ -316,18 +316,18 @@ extension BridgePipeline {
             logger.info("APNs reachable again: fetching resumes once in-flight work is under half of the limit",
                         metadata: ["bridge.in_flight": "\(inFlight)"])
         }
-        if inFlight >= limit, pausedPartitions.withLock({ $0.isEmpty }) {
+        if workCountedByLimit >= limit, pausedPartitions.withLock({ $0.isEmpty }) {
             logger.trace("waiting for capacity", metadata: [
                 "bridge.apns_in_flight": "\(dispatcher.inFlight)", "bridge.kafka_unacknowledged": "\(publisher.pendingCount)",
             ])
             let outcome = BackpressureWait(limit: limit, graceNanoseconds: backpressureGraceNanoseconds).wait(
-                now: { Timestamp.monotonicNanoseconds() }, inFlight: { inFlight },
+                now: { Timestamp.monotonicNanoseconds() }, inFlight: { workCountedByLimit },
                 shouldStop: { isStopRequested || fatalReason != nil }, sleep: { usleep(500) }
             )
             if outcome == .pause {
                 pauseAssignedPartitions()
             }
-        } else if inFlight <= limit / 2 {
+        } else if workCountedByLimit <= limit / 2 {
             resumePausedPartitions()
         }
     }

@@ -4,43 +4,67 @@ import Synchronization
 
 extension BridgePipeline {
     /// How many records the assigned partitions together may hold consumed and not yet
-    /// committable, as a multiple of `limits.max_in_flight` (200,000 by default).
+    /// committable, as a multiple of `limits.max_in_flight` (200,000 by default). At least once.
     public static let uncommittedSpanFactor = 10
 
-    /// Consumer thread, every loop iteration: bounds the records consumed behind ones that are
-    /// not finished, over all assigned partitions together.
+    /// Consumer thread, every loop iteration: bounds what the assigned partitions together hold
+    /// behind records that are not finished.
     ///
     /// Offsets are committed in order, so one notification that cannot finish (its app's APNs
     /// endpoint unreachable, waiting without an expiration) holds its partition's commit while
-    /// later records of other apps complete around it. Their offsets would pile up in memory
-    /// without bound, and a restart would send every one of them again. When the partitions
-    /// together hold more than the bound, each one holding at least its share of it (the bound
-    /// over the assigned partitions) is paused on its own: the others go on, so a partition
-    /// without a stuck record keeps flowing. Bounding the sum, not each partition, keeps memory
-    /// and the replay after a restart independent of how many partitions an instance holds.
-    /// The paused ones resume once the sum is down to half the bound.
+    /// later records of other apps complete around it. At least once their offsets would pile up
+    /// in memory without bound, and a restart would send every one of them again; exactly once
+    /// their outputs wait too (a transaction carries a partition's outputs in offset order), and
+    /// as in-flight work they would soon fill `limits.max_in_flight` and stop every partition.
+    ///
+    /// What a partition holds is its records consumed and not committable (at least once, bound
+    /// ``uncommittedSpanFactor`` × `max_in_flight`) or the weight of its outputs waiting behind an
+    /// unfinished record (exactly once, bound half of `max_in_flight`, so the held outputs are
+    /// caught before the in-flight limit stops every partition). When the partitions together
+    /// hold more than the bound, each one holding at least its share of it (the bound over the
+    /// assigned partitions) is paused on its own: the others go on, so a partition without a
+    /// stuck record keeps flowing. Bounding the sum, not each partition, keeps memory and the
+    /// replay after a restart independent of how many partitions an instance holds. A paused
+    /// partition resumes once the sum is down to half the bound, or its own hold to half its
+    /// share (it was paused with a stuck one, not for one of its own). Exactly once, the outputs a
+    /// paused partition holds leave the in-flight work that `max_in_flight` limits
+    /// (``workCountedByLimit``): they are bounded here, by the pause.
     func boundUncommittedSpans() {
-        let bound = configuration.limits.maxInFlight * Self.uncommittedSpanFactor
+        let exactlyOnce = committer != nil
+        let limit = configuration.limits.maxInFlight
+        let bound = exactlyOnce ? max(1, limit / 2) : limit * Self.uncommittedSpanFactor
         let held = spanPausedSnapshot
         var over: [(KafkaTopicPartition, Int)] = []
         var under: [KafkaTopicPartition] = []
         partitions.withLock { map in
-            let total = map.values.reduce(0) { $0 + $1.pendingCount }
-            if total <= bound / 2 {
-                under = map.keys.filter { held.contains($0) }
-            } else if total > bound {
-                let share = max(1, bound / max(1, map.count))
-                for (topicPartition, progress) in map where !held.contains(topicPartition) {
-                    let span = progress.pendingCount
-                    if span >= share { over.append((topicPartition, span)) }
+            let spans = map.mapValues { exactlyOnce ? $0.blockedWeight : $0.pendingCount }
+            let total = spans.values.reduce(0, +)
+            let share = max(1, bound / max(1, map.count))
+            for (topicPartition, span) in spans {
+                if held.contains(topicPartition) {
+                    if total <= bound / 2 || span <= share / 2 { under.append(topicPartition) }
+                } else if total > bound, span >= share {
+                    over.append((topicPartition, span))
                 }
             }
         }
-        if !over.isEmpty { pauseForSpan(over) }
+        if !over.isEmpty { pauseForSpan(over, measuring: exactlyOnce ? "bridge.held_outputs" : "bridge.uncommitted_records") }
         if !under.isEmpty { resumeAfterSpan(under) }
     }
 
-    private func pauseForSpan(_ over: [(KafkaTopicPartition, Int)]) {
+    /// The in-flight work `limits.max_in_flight` limits: ``inFlight`` less, exactly once, the
+    /// outputs that partitions paused by ``boundUncommittedSpans()`` hold behind an unfinished
+    /// record (bounded by that pause instead). Read after ``inFlight``, so a concurrent change
+    /// makes it briefly low, never high.
+    var workCountedByLimit: Int {
+        let work = inFlight
+        guard committer != nil, spanPausedCount.load(ordering: .relaxed) > 0 else { return work }
+        let paused = spanPausedSnapshot
+        let held = partitions.withLock { map in paused.reduce(0) { $0 + (map[$1]?.blockedWeight ?? 0) } }
+        return max(0, work - held)
+    }
+
+    private func pauseForSpan(_ over: [(KafkaTopicPartition, Int)], measuring measure: String) {
         let list = over.map(\.0)
         do {
             try consumer.pause(list)
@@ -48,23 +72,29 @@ extension BridgePipeline {
             logger.warning("pausing partitions failed", metadata: ["error": "\(error)"])
             return
         }
-        spanPausedPartitions.withLock { $0.formUnion(list) }
+        spanPausedPartitions.withLock { held in
+            held.formUnion(list)
+            spanPausedCount.store(held.count, ordering: .relaxed)
+        }
         fetchPauses.add(1, ordering: .relaxed)
         for (topicPartition, span) in over {
             logger.warning("partition paused: its records wait behind one not finished (is an app's APNs endpoint unreachable?)",
-                           metadata: ["kafka.partition": "\(topicPartition)", "bridge.uncommitted_records": "\(span)"])
+                           metadata: ["kafka.partition": "\(topicPartition)", measure: "\(span)"])
         }
     }
 
     private func resumeAfterSpan(_ under: [KafkaTopicPartition]) {
-        spanPausedPartitions.withLock { $0.subtract(under) }
+        spanPausedPartitions.withLock { held in
+            held.subtract(under)
+            spanPausedCount.store(held.count, ordering: .relaxed)
+        }
         // A partition also held by the in-flight limit resumes with the others, later.
         let globallyPaused = pausedPartitions.withLock { $0 }
         let resumable = under.filter { !globallyPaused.contains($0) }
         guard !resumable.isEmpty else { return }
         do {
             try consumer.resume(resumable)
-            logger.info("partition resumed: the uncommitted records are down to half the bound",
+            logger.info("partition resumed: what it holds behind unfinished records is down to half the bound",
                         metadata: ["kafka.partitions": describe(resumable)])
         } catch {
             logger.warning("resuming partitions failed", metadata: ["error": "\(error)"])
@@ -77,6 +107,7 @@ extension BridgePipeline {
         let leaving = spanPausedPartitions.withLock { held -> [KafkaTopicPartition] in
             let leaving = revoked.filter { held.contains($0) }
             held.subtract(leaving)
+            spanPausedCount.store(held.count, ordering: .relaxed)
             return leaving
         }
         if !leaving.isEmpty {

@@ -35,6 +35,8 @@ public final class BridgePipeline: Sendable {
     /// Partitions paused on their own for too many records behind an unfinished one
     /// (`boundUncommittedSpans`). Consumer thread.
     let spanPausedPartitions = Locked<Set<KafkaTopicPartition>>([])
+    /// How many partitions `spanPausedPartitions` holds, read without its lock where every record asks.
+    let spanPausedCount = Atomic<Int>(0)
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
     /// Fetching is paused because no APNs endpoint can be reached (`applyBackpressure`).

@@ -212,8 +212,14 @@ final class PartitionProgress: Sendable {
     /// is not kept (partition revoked): the new owner produces it again.
     func buffer(_ output: KafkaOutboundRecord, for offset: Int64) -> Bool {
         state.withLock { state in
-            !state.isRevoked && state.sequencer.append(output, to: offset)
+            !state.isRevoked && state.sequencer.append(output, weight: ResultPublisher.bufferedWeight(of: output), to: offset)
         }
+    }
+
+    /// Exactly once: the weight of the outputs buffered behind a record not yet complete (see
+    /// ``PartitionOutputSequencer/blockedWeight``); 0 at least once.
+    var blockedWeight: Int {
+        state.withLock { $0.sequencer.blockedWeight }
     }
 
     /// Exactly once: the outputs of the complete prefix, in offset order, with the offset to
