@@ -103,6 +103,44 @@ import Testing
         #expect(plain.message == "environment variable BROKERS is not set")
     }
 
+    /// A key given where its file's path belongs (`key_file: "${APNS_KEY}"` with the key itself in
+    /// the variable) is refused without being repeated, in every path key and in the identifiers.
+    @Test func keyMaterialWhereAPathBelongsIsRefusedWithoutBeingShown() throws {
+        let body = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETSECRET"
+        let pem = "-----BEGIN PRIVATE KEY-----\n\(body)\n-----END PRIVATE KEY-----\n"
+        let cases: [(auth: String, keyPath: String)] = [
+            ("{type: token, key_file: \"${KEY}\", key_id: ABC123DEFG, team_id: TEAM123456}", "apps[0].auth.key_file"),
+            ("{type: certificate, cert_file: \"${KEY}\", key_file: k.pem}", "apps[0].auth.cert_file"),
+            ("{type: certificate, cert_file: c.pem, key_file: \"${KEY}\"}", "apps[0].auth.key_file"),
+            ("{type: certificate, p12_file: \"${KEY}\"}", "apps[0].auth.p12_file"),
+            ("{type: token, key_file: k.p8, key_id: \"${KEY}\", team_id: TEAM123456}", "apps[0].auth.key_id"),
+        ]
+        for (auth, keyPath) in cases {
+            let yaml = "kafka: {brokers: b}\napps:\n  - name: chat\n    bundle_id: com.example.chat\n    auth: \(auth)"
+            for value in [pem, body + "\n" + body, "-----BEGIN PRIVATE KEY-----"] {
+                do {
+                    _ = try BridgeConfiguration.parse(yaml: yaml, environment: ["KEY": value])
+                    Issue.record("\(keyPath): accepted")
+                } catch {
+                    #expect(error.keyPath == keyPath)
+                    #expect(!error.description.contains("SECRET") && !error.description.contains("BEGIN"), "\(error.description)")
+                }
+            }
+        }
+        let caFile = "kafka: {brokers: b}\napns: {ca_file: \"${KEY}\"}\n" + Self.apps
+        do {
+            _ = try BridgeConfiguration.parse(yaml: caFile, environment: ["KEY": pem])
+            Issue.record("apns.ca_file: accepted")
+        } catch {
+            #expect(error.keyPath == "apns.ca_file")
+            #expect(!error.description.contains("SECRET"), "\(error.description)")
+        }
+        // A path is still a path, spaces and all.
+        let spaced = "kafka: {brokers: b}\napps:\n  - name: chat\n    bundle_id: com.example.chat\n"
+            + "    auth: {type: token, key_file: \"/run/secrets/apns key.p8\", key_id: ABC123DEFG, team_id: TEAM123456}"
+        #expect(parseError(yaml: spaced) == nil)
+    }
+
     /// A secret written without the colon after its name (`passphrase hunter2`) is part of a
     /// key, or of the value before it: the error names the place without the text that follows.
     @Test func aSecretWithoutItsColonIsNotEchoed() throws {

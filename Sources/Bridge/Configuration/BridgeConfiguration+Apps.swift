@@ -55,7 +55,7 @@ extension BridgeConfiguration {
         switch type {
         case .token:
             try reject(["cert_file", "p12_file", "passphrase"])
-            return .token(keyFile: try section.required("key_file").string(),
+            return .token(keyFile: try section.required("key_file").filePath(),
                           keyID: try appleIdentifier(section.required("key_id")),
                           teamID: try appleIdentifier(section.required("team_id")))
         case .certificate:
@@ -64,14 +64,14 @@ extension BridgeConfiguration {
                 if section.has("cert_file") || section.has("key_file") {
                     throw node.error("give either cert_file and key_file, or p12_file, not both")
                 }
-                return .certificatePKCS12(p12File: try section.required("p12_file").string(), passphrase: passphrase)
+                return .certificatePKCS12(p12File: try section.required("p12_file").filePath(), passphrase: passphrase)
             }
             guard section.has("cert_file") || section.has("key_file") else {
                 throw ConfigurationError(keyPath: section.keyPath("cert_file"),
                                          message: "required key is missing (or give p12_file)", line: node.node.line)
             }
-            return .certificate(certFile: try section.required("cert_file").string(),
-                                keyFile: try section.required("key_file").string(), passphrase: passphrase)
+            return .certificate(certFile: try section.required("cert_file").filePath(),
+                                keyFile: try section.required("key_file").filePath(), passphrase: passphrase)
         }
     }
 

@@ -149,7 +149,7 @@ extension BridgeConfiguration {
         let section = try node.mapping(allowed: ["production_url", "sandbox_url", "ca_file", "request_timeout", "ping_interval", "ping_timeout", "retry"])
         if let value = section.optional("production_url") { apns.productionURL = try parseEndpoint(value) }
         if let value = section.optional("sandbox_url") { apns.sandboxURL = try parseEndpoint(value) }
-        if let value = section.optional("ca_file") { apns.caFile = try value.optionalString() }
+        if let value = section.optional("ca_file") { apns.caFile = try value.optionalFilePath() }
         if let value = section.optional("request_timeout") { apns.requestTimeout = try value.duration() }
         // A PING every few milliseconds (`60ms` written for `60s`) would flood APNs, and a PING
         // timeout under a second would replace healthy connections whenever the network is slow:

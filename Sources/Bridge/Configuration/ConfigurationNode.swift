@@ -26,10 +26,27 @@ struct ConfigurationNode {
         case .scalar(let raw, _, _):
             if isSecret { return "got a value that is not valid here" }
             if node.isNull { return "got null" }
+            if Self.looksLikeKeyMaterial(text ?? raw) { return "got what looks like key material (not shown)" }
             return "got \"\(Self.shortened(text ?? raw))\""
         case .sequence: return "got a list"
         case .mapping: return "got a mapping"
         }
+    }
+
+    /// Whether `text` may be key material (a PEM block or its base64 lines, pasted or expanded
+    /// from an environment variable where a path or a name belongs): such text is never repeated
+    /// in an error.
+    static func looksLikeKeyMaterial(_ text: String) -> Bool {
+        if text.contains("-----BEGIN") || text.contains("PRIVATE KEY") { return true }
+        guard text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) else { return false }
+        // Lines of a PEM body: a long run of base64 on a line of its own.
+        var run = 0
+        for byte in text.utf8 {
+            let isBase64 = EnvironmentExpansion.isLetter(byte) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2B || byte == 0x2F || byte == 0x3D
+            run = isBase64 ? run + 1 : 0
+            if run >= 40 { return true }
+        }
+        return false
     }
 
     static func shortened(_ text: String) -> String {
@@ -64,6 +81,26 @@ struct ConfigurationNode {
         if node.isNull { return nil }
         let text = try scalarText(expected: "a string")
         return text.isEmpty ? nil : text
+    }
+
+    /// A file's path (a key, a certificate). Text with a line break or a PEM header is refused
+    /// without being repeated: a key given inline (`key_file: "${APNS_KEY}"` holding the key
+    /// itself) would otherwise be printed by the error that cannot open it, and by `check`.
+    func filePath() throws(ConfigurationError) -> String {
+        try checkedPath(string())
+    }
+
+    /// ``filePath()`` for a key that may be null or empty (nil then).
+    func optionalFilePath() throws(ConfigurationError) -> String? {
+        try optionalString().map { path throws(ConfigurationError) in try checkedPath(path) }
+    }
+
+    private func checkedPath(_ text: String) throws(ConfigurationError) -> String {
+        guard !Self.looksLikeKeyMaterial(text), !text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) else {
+            throw error("must be a file's path, and holds text that looks like the key or certificate itself (not shown): "
+                        + "put it in a file (a mounted secret) and give that file's path")
+        }
+        return text
     }
 
     /// An integer in `minimum...maximum`. Every count the bridge reads has a ceiling: a typo
