@@ -225,6 +225,8 @@ import Testing
             ("  producer: {retries: \"0\"}", "kafka.producer", "retries"),
             ("  consumer: {max.poll.interval.ms: \"1000\"}", "kafka.consumer", "max.poll.interval.ms"),
             ("  consumer: {auto.commit.interval.ms: \"00\"}", "kafka.consumer", "auto.commit.interval.ms"),
+            // The consumer-lag gauge of /metrics comes from librdkafka's statistics.
+            ("  consumer: {statistics.interval.ms: \" 0\"}", "kafka.consumer.statistics.interval.ms", "apns_bridge_consumer_lag"),
             ("  exactly_once: true\n  producer: {message.timeout.ms: \"120000\", transaction.timeout.ms: \"60000\"}",
              "kafka.producer", "transaction.timeout.ms"),
         ]
@@ -236,6 +238,7 @@ import Testing
         // Exactly once, offsets are committed with the transactions: no periodic commit is needed.
         #expect(try checkError("  exactly_once: true\n  consumer: {auto.commit.interval.ms: \"0\"}") == nil)
         #expect(try checkError("  producer: {max.in.flight.requests.per.connection: \"5\"}\n  consumer: {auto.commit.interval.ms: \"1000\"}") == nil)
+        #expect(try checkError("  consumer: {statistics.interval.ms: \"60000\"}") == nil)
     }
 
     /// Left at its default, `max_backoff` follows a longer `initial_backoff`, and the effective

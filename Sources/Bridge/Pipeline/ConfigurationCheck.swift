@@ -95,6 +95,13 @@ public enum ConfigurationCheck {
                 }
             }
         }
+        // `apns_bridge_consumer_lag` comes from librdkafka's statistics, which 0 turns off.
+        if let interval = configuration.kafka.consumer["statistics.interval.ms"],
+           Int(interval.filter { !$0.isWhitespace }) == 0
+        {
+            throw ConfigurationError(keyPath: "kafka.consumer.statistics.interval.ms",
+                                     message: "cannot be 0: it turns off librdkafka's statistics, and with them apns_bridge_consumer_lag")
+        }
         let kafka = configuration.kafka
         do {
             try KafkaProducer.checkSettings(
