@@ -58,6 +58,36 @@ extension KafkaConsumer {
         }
     }
 
+    /// The low and high watermarks of each partition (the offsets of its first record and of the
+    /// record after its last), asked of the partition leaders now. librdkafka's own figures
+    /// (statistics, cached watermarks) come from fetch responses and stand still for a paused
+    /// partition; these do not.
+    ///
+    /// Blocks for up to `timeoutMilliseconds` per partition; any thread. `close` waits for the
+    /// partition being asked about, and no other is asked once it has started.
+    /// - Returns: the partitions that were answered (none when the consumer is closing).
+    public func watermarks(of partitions: [KafkaTopicPartition],
+                           timeoutMilliseconds: Int32) -> [KafkaTopicPartition: (low: Int64, high: Int64)] {
+        var answered: [KafkaTopicPartition: (low: Int64, high: Int64)] = [:]
+        for partition in partitions {
+            let started = phase.withLock { phase -> Bool in
+                guard phase == .open else { return false }
+                blockingCalls.add(1, ordering: .relaxed)
+                return true
+            }
+            guard started else { break }
+            var low: Int64 = -1
+            var high: Int64 = -1
+            let result = rd_kafka_query_watermark_offsets(client.pointer, partition.topic, partition.partition,
+                                                          &low, &high, timeoutMilliseconds)
+            blockingCalls.subtract(1, ordering: .releasing)
+            if result == RD_KAFKA_RESP_ERR_NO_ERROR, low >= 0, high >= low {
+                answered[partition] = (low, high)
+            }
+        }
+        return answered
+    }
+
     /// Runs `body` with the handle unless the consumer is closed, holding the phase lock so
     /// `close` waits for it. For non-blocking librdkafka calls only.
     func withOpenHandle<R>(_ body: (OpaquePointer) throws(KafkaError) -> R) throws(KafkaError) -> R {

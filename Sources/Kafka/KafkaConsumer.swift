@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CRdKafka
 import Observability
 import Synchronization
@@ -17,6 +20,9 @@ public final class KafkaConsumer: @unchecked Sendable {
     /// Guards the phase; calls from any thread run their (non-blocking) C call under it, so
     /// `close` cannot destroy the handle under them.
     let phase = Locked(Phase.open)
+    /// Blocking calls from other threads in progress (``watermarks(of:timeoutMilliseconds:)``):
+    /// taken under `phase` while open, and waited out by `close` before it uses the handle.
+    let blockingCalls = Atomic<Int>(0)
     private let closingInBackground = Locked(false)
     /// The last topic handle seen by `poll` and its name. No runtime exclusivity check (one per
     /// record): polling thread only, and its one mutating method calls out to nothing.
@@ -231,6 +237,9 @@ public final class KafkaConsumer: @unchecked Sendable {
         }
         guard shouldClose else { return }
         let deadline = Timestamp.monotonicNanoseconds() + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+        while blockingCalls.load(ordering: .acquiring) > 0 {
+            usleep(1000)  // a call has its own timeout; none starts once the phase left `.open`
+        }
         commitStoredOffsets(until: deadline)
         leaveAssignment(timeoutMilliseconds: Self.millisecondsLeft(until: deadline))
         closeGroupMembership(until: deadline)

@@ -161,6 +161,20 @@ import Testing
            "2":{"partition":2,"consumer_lag":-1,"committed_offset":7,"stored_offset":-1001,"lo_offset":0,"hi_offset":9}}}}}
         """
         #expect(ConsumerLagStatistics.parse(Array(json.utf8)) == [KafkaTopicPartition(topic: "apns.requests", partition: 0): 20])
+        // The committed offsets, for the lag of a paused partition.
+        #expect(ConsumerLagStatistics.snapshot(Array(json.utf8)).committed == [KafkaTopicPartition(topic: "apns.requests", partition: 2): 7])
+    }
+
+    /// A paused partition's lag: its high watermark less the committed offset (the low
+    /// watermark where nothing is committed, or the log start moved past the commit), never
+    /// less than what the statistics reported, and what they reported when nothing was asked.
+    @Test func aPausedPartitionsLagComesFromItsWatermarks() {
+        #expect(PausedPartitionLagProbe.lag(of: (low: 0, high: 50), committed: 20, reported: 3) == 30)
+        #expect(PausedPartitionLagProbe.lag(of: (low: 10, high: 50), committed: nil, reported: nil) == 40)
+        #expect(PausedPartitionLagProbe.lag(of: (low: 40, high: 50), committed: 20, reported: nil) == 10)
+        #expect(PausedPartitionLagProbe.lag(of: (low: 0, high: 50), committed: 45, reported: 9) == 9)
+        #expect(PausedPartitionLagProbe.lag(of: nil, committed: 20, reported: 4) == 4)
+        #expect(PausedPartitionLagProbe.lag(of: nil, committed: nil, reported: nil) == nil)
     }
 
     @Test(arguments: ["", "not json", "[]", #"{"topics":[]}"#, #"{"topics":{"t":{"partitions":{"0":{"partition":"0","consumer_lag":"5"}}}}}"#])

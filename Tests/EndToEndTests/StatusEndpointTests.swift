@@ -300,6 +300,31 @@ struct StatusEndpointTests {
         })
     }
 
+    /// librdkafka's statistics follow a partition's end through its fetches, which stop while
+    /// the partition is paused: requests arriving while APNs is unreachable (fetching paused)
+    /// still show in the lag gauge, from the paused partitions' latest offsets.
+    @Test func theLagOfAPausedPartitionFollowsTheRecordsArrivingWhileItIsPaused() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let port = environment.simulator.port
+        let bridge = try RunningBridge(environment, groupID: "status-paused-lag") { yaml in
+            yaml.replacingOccurrences(of: "_url: https://127.0.0.1:\(port)", with: "_url: https://127.0.0.1:1")
+        }
+        defer { bridge.stop() }
+        #expect(await eventually(timeout: .seconds(30)) { bridge.pipeline.pausedPartitionCount == 1 })
+        let records = (0..<30).map { index in
+            DemoWorkload.Record(
+                key: Array("w\(index)".utf8),
+                value: Array(#"{"id":"w\#(index)","token":"\#(String(format: "%064lx", index + 1))","payload":{"aps":{}}}"#.utf8))
+        }
+        try environment.produceRequests(records)
+        #expect(await eventually(timeout: .seconds(20)) {
+            bridge.samples("apns_bridge_consumer_lag")["{topic=\"apns.requests\",partition=\"0\"}"] == 30
+        })
+        #expect(bridge.pipeline.pausedPartitionCount == 1)
+        #expect(bridge.samples("apns_bridge_records_consumed_total").values.reduce(0, +) == 0)
+    }
+
     @Test func countersFollowTheWorkAndPromtoolAcceptsTheOutput() async throws {
         let workload = DemoWorkload(count: 60, seed: 5)
         let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)

@@ -23,6 +23,7 @@ extension BridgePipeline {
                 fail("transaction committer: \(error)")
             }
         }
+        startLagProbe()
         logger.info("pipeline started", metadata: [
             "kafka.topics": configuration.kafka.topics.joined(separator: ","),
             "kafka.group_id": configuration.kafka.groupID,
@@ -414,6 +415,7 @@ extension BridgePipeline {
                            metadata: ["kafka.outputs": "\(abandoned)"])
         }
         offsetStores?.storeQueued()  // the last delivery reports' offsets, for the close's commit
+        lagProbe.withLock { $0 }?.stop()  // before the close: the probe's request uses the consumer
         consumer.close(timeoutMilliseconds: millisecondsLeft())
         group.shutdown()
         if let reason = fatalReason {

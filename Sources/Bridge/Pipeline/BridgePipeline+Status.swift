@@ -26,8 +26,37 @@ extension BridgePipeline {
 
     /// Consumer thread (inside `poll`): keeps the lag of the latest statistics.
     func statisticsArrived(_ json: [UInt8]) {
-        let lag = ConsumerLagStatistics.parse(json)
-        consumerLag.withLock { $0 = lag }
+        let snapshot = ConsumerLagStatistics.snapshot(json)
+        consumerStatistics.withLock { $0 = snapshot }
+    }
+
+    /// The statistics interval the consumer runs with (``consumerProperties(_:)``).
+    var statisticsIntervalMilliseconds: Int {
+        Self.consumerProperties(configuration.kafka)["statistics.interval.ms"].flatMap { Int($0.filter { !$0.isWhitespace }) }
+            ?? Self.defaultStatisticsIntervalMilliseconds
+    }
+
+    /// Starts ``PausedPartitionLagProbe``, once per statistics interval, on the partitions that
+    /// backpressure or the uncommitted-span bound pause. Without it the lag gauge only misses
+    /// a paused partition's new records: a failure to start is logged, not fatal.
+    func startLagProbe() {
+        let probe = PausedPartitionLagProbe(
+            intervalMilliseconds: statisticsIntervalMilliseconds,
+            pausedPartitions: { [weak self] in self?.fetchPausedPartitions ?? [] },
+            query: { [consumer] partitions, timeout in consumer.watermarks(of: partitions, timeoutMilliseconds: timeout) })
+        do {
+            try probe.start()
+            lagProbe.withLock { $0 = probe }
+        } catch {
+            logger.warning("the lag of paused partitions will not be followed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Assigned partitions whose fetching the bridge paused, for whatever reason.
+    var fetchPausedPartitions: [KafkaTopicPartition] {
+        let paused = Set(pausedPartitions.withLock { $0 }).union(spanPausedSnapshot)
+        let assigned = partitions.withLock { Set($0.keys) }
+        return paused.filter { assigned.contains($0) }.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) }
     }
 
     /// `/readyz`: ready while the consumer is a member of its group (from its first
@@ -113,10 +142,18 @@ extension BridgePipeline {
         })
     }
 
-    /// Lag of the partitions assigned now (statistics may still list partitions just revoked).
+    /// Lag of the partitions assigned now (statistics may still list partitions just revoked);
+    /// for those paused now, from their watermarks (``PausedPartitionLagProbe``).
     private func lagSamples() -> [MetricSample] {
         let assigned = partitions.withLock { Set($0.keys) }
-        let lag = consumerLag.withLock { $0 }
+        let statistics = consumerStatistics.withLock { $0 }
+        var lag = statistics.lag
+        if let watermarks = lagProbe.withLock({ $0 })?.watermarks, !watermarks.isEmpty {
+            for topicPartition in fetchPausedPartitions {
+                lag[topicPartition] = PausedPartitionLagProbe.lag(
+                    of: watermarks[topicPartition], committed: statistics.committed[topicPartition], reported: lag[topicPartition])
+            }
+        }
         return lag.filter { assigned.contains($0.key) }
             .sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }
             .map { MetricSample(labels: [("topic", $0.key.topic), ("partition", String($0.key.partition))], value: Double($0.value)) }

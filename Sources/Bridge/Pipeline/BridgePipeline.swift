@@ -67,8 +67,11 @@ public final class BridgePipeline: Sendable {
     let consuming = Atomic<Bool>(false)
     /// Monotonic time of the consumer loop's last iteration (for `/healthz`).
     let lastConsumerIteration = Atomic<UInt64>(Timestamp.monotonicNanoseconds())
-    /// Lag by partition from the latest librdkafka statistics (consumer thread writes, scrapes read).
-    let consumerLag = Locked<[KafkaTopicPartition: Int64]>([:])
+    /// Lag and position by partition from the latest librdkafka statistics (consumer thread
+    /// writes, scrapes read).
+    let consumerStatistics = Locked(ConsumerLagStatistics.Snapshot())
+    /// The latest offsets of paused partitions, for their lag (started by `run()`).
+    let lagProbe = Locked<PausedPartitionLagProbe?>(nil)
 
     /// Builds every component from the configuration; nothing is fetched until `run()`.
     /// - Throws: `PipelineError` naming what could not be set up (a key file, a TLS context, Kafka).
