@@ -78,8 +78,12 @@ final class PausedPartitionLagProbe: Sendable {
         while !stopped.load(ordering: .acquiring) {
             _ = wakeUp.wait(timeout: .now() + .milliseconds(intervalMilliseconds))
             guard !stopped.load(ordering: .acquiring) else { return }
-            let paused = pausedPartitions()
-            let answered = paused.isEmpty ? [:] : query(paused, Self.requestTimeoutMilliseconds)
+            var answered: [KafkaTopicPartition: Watermarks] = [:]
+            for partition in pausedPartitions() {
+                // One at a time, so that `stop` waits for one request at most.
+                guard !stopped.load(ordering: .acquiring) else { return }
+                answered.merge(query([partition], Self.requestTimeoutMilliseconds)) { _, new in new }
+            }
             latest.withLock { $0 = answered }
         }
     }
