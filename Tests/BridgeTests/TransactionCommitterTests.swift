@@ -223,6 +223,35 @@ struct TransactionCommitterTests {
         #expect(try fixture.committedValues(count: 1) == ["p1-o0-0"])
     }
 
+    /// A lost partition (the group went on without this member) commits nothing more, not even
+    /// what it released into a batch waiting out its backoff: its new owner may be committing it.
+    @Test func aLostPartitionsWorkIsDroppedNotCommitted() throws {
+        var settings = TransactionCommitter.Settings()
+        settings.retryBackoff = .seconds(2)
+        let fixture = try Fixture(committerSettings: settings)
+        defer { fixture.close() }
+        fixture.cluster.pushRequestErrors(apiKey: MockKafkaCluster.APIKey.addPartitionsToTransaction, errors: [29])
+        let p0 = fixture.partition(0)
+        let p1 = fixture.partition(1)
+        _ = fixture.record(p1, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { fixture.committer.transactionCounts.aborted == 1 })
+        let released = fixture.record(p1, 1, outputs: 1, complete: false)
+
+        fixture.partitions.withLock { $0.removeAll { $0 === p1 } }
+        released.release()
+        #expect(fixture.committer.finish(revoking: [p1], committing: false))
+        #expect(p1.isRevoked)
+        // The next transaction, after the backoff, carries p0's work only.
+        _ = fixture.record(p0, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 1 })
+        #expect(p1.committedNextOffset == nil)
+        #expect(fixture.fatal.withLock { $0 } == nil)
+        let values = try KafkaTopicReader.readToEnd(
+            bootstrapServers: fixture.cluster.bootstrapServers, topic: "out", timeoutMilliseconds: 20_000
+        ).map { String(decoding: $0.value ?? [], as: UTF8.self) }
+        #expect(values == ["p0-o0-0"])
+    }
+
     /// When that attempt fails too, the leaving partition's share of the batch is dropped: no
     /// later transaction carries its outputs or its offset, which belong to the new owner.
     @Test func aRevokedPartitionsShareOfAFailedBatchIsNeverCommittedLater() throws {

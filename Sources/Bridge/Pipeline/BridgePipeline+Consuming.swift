@@ -227,7 +227,9 @@ extension BridgePipeline {
             assignmentGeneration.add(1, ordering: .relaxed)
             if let committer {
                 // Commit what they released, drop the rest: the new owner starts where this stops.
-                committer.finish(revoking: leaving)
+                // Lost partitions commit nothing more: the group may have given them to another member.
+                let isLost = if case .lost = event { true } else { false }
+                committer.finish(revoking: leaving, committing: !isLost)
                 let offsets = leaving.compactMap { progress in
                     progress.committedNextOffset.map { (progress.topicPartition, nextOffset: $0) }
                 }

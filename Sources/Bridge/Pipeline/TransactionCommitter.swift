@@ -18,10 +18,12 @@ import Synchronization
 /// newer producer with the same `transactional.id`), the pipeline stops with exit status 1 and
 /// nothing more is committed.
 ///
-/// Rebalances: before a revoked (or lost) partition leaves, the consumer thread calls
-/// ``finish(revoking:)``, which runs one more transaction cycle and then drops the partition's
-/// uncommitted outputs on this thread, so no later transaction can carry them; the new owner
-/// starts from the committed offset and produces them again.
+/// Rebalances: before a revoked partition leaves, the consumer thread calls
+/// ``finish(revoking:committing:)``, which runs one more transaction cycle and then drops the
+/// partition's uncommitted outputs on this thread, so no later transaction can carry them; the
+/// new owner starts from the committed offset and produces them again. A lost partition (the
+/// group went on without this member) commits nothing more: its outputs are dropped before
+/// that cycle, since its new owner may already be committing it.
 final class TransactionCommitter: @unchecked Sendable {
     /// When transactions are committed.
     struct Settings: Sendable {
@@ -46,6 +48,7 @@ final class TransactionCommitter: @unchecked Sendable {
         var requestedCycles = 0
         var completedCycles = 0
         var revocations: [PartitionProgress] = []
+        var losses: [PartitionProgress] = []
         var stopRequested = false
         var isRunning = false
     }
@@ -117,17 +120,26 @@ final class TransactionCommitter: @unchecked Sendable {
     /// Runs one more cycle (committing what is released), then drops the uncommitted outputs of
     /// `revoking` so that no later transaction carries them. Consumer thread (rebalance handler);
     /// waits for the committer thread, never an event loop.
+    ///
+    /// With `committing` false (partitions lost, not revoked) nothing more of theirs is committed:
+    /// their outputs, released or not, and their share of a batch waiting to be tried again are
+    /// dropped before that cycle. A transaction carrying them would be validated only by the group
+    /// metadata this member no longer holds rightly, while the partitions' new owner commits them.
     /// - Returns: false when the committer did not answer within the transaction timeout (the
     ///   pipeline is then failed: nothing more is committed).
     @discardableResult
-    func finish(revoking: [PartitionProgress]) -> Bool {
+    func finish(revoking: [PartitionProgress], committing: Bool = true) -> Bool {
+        if !committing {
+            // Nothing is released from them any more; the batch's share goes on the committer thread.
+            for progress in revoking { publisher.buffered(left: progress.revoke(weighing: ResultPublisher.bufferedWeight(of:))) }
+        }
         let ticket = control.withLock { control -> Int? in
             // Before transactions are initialised (the coordinator not reachable yet) nothing of
             // these partitions was committed, and the first cycle lists only the partitions
             // still assigned: their outputs are dropped now, not after a wait for the coordinator.
             guard control.isRunning, isReady else { return nil }
             control.requestedCycles += 1
-            control.revocations += revoking
+            if committing { control.revocations += revoking } else { control.losses += revoking }
             return control.requestedCycles
         }
         guard let ticket else {
@@ -182,9 +194,17 @@ final class TransactionCommitter: @unchecked Sendable {
         guard initialize() else { return }
         initialized.store(true, ordering: .releasing)
         while true {
-            let (ticket, revoking, stopping) = control.withLock { control in
-                defer { control.revocations.removeAll() }
-                return (control.requestedCycles, control.revocations, control.stopRequested)
+            let (ticket, revoking, lost, stopping) = control.withLock { control in
+                defer {
+                    control.revocations.removeAll()
+                    control.losses.removeAll()
+                }
+                return (control.requestedCycles, control.revocations, control.losses, control.stopRequested)
+            }
+            for progress in lost {
+                if let share = batch.removeValue(forKey: ObjectIdentifier(progress)) {
+                    publisher.buffered(left: ResultPublisher.bufferedWeight(of: share.outputs))
+                }
             }
             let now = Timestamp.monotonicNanoseconds()
             let requested = ticket > control.withLock({ $0.completedCycles })
