@@ -281,15 +281,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
             ERR_clear_error()
             let count = SSL_read(ssl, base, Int32(buffer.count))
             if count > 0 {
-                guard let session else { continue }
-                inSessionCall = true
-                let consumed = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), Int(count))
-                inSessionCall = false
-                if consumed < 0 {
-                    let reason = "HTTP/2 protocol error: \(String(cString: nghttp2_strerror(Int32(consumed))))"
-                    // nghttp2 queued a GOAWAY for most protocol errors: try to send it, then close.
-                    pendingClose = pendingClose ?? (reason, true)
-                }
+                receive(UnsafeRawBufferPointer(start: base, count: Int(count)))
                 continue
             }
             switch SSL_get_error(ssl, count) {
@@ -317,6 +309,35 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
         }
         pump()
     }
+
+    /// Hands what was read to nghttp2 a slice at a time, moving what it queued in answer to the
+    /// output after each slice. nghttp2 counts the acknowledgements (PING, SETTINGS) and
+    /// RST_STREAMs it holds unsent, and ends the session as a flood above 1,000: with a whole TLS
+    /// record (up to 1,820 empty SETTINGS frames) fed at once, or several records before the
+    /// next pump, a peer sending a burst of them would be cut off even though it reads every
+    /// answer. A slice holds at most 455 frames; a peer that does not read what is written still
+    /// meets the output's high-water mark, which stops reading it, and then the flood limit.
+    private func receive(_ bytes: UnsafeRawBufferPointer) {
+        guard let session, let start = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        var offset = 0
+        while offset < bytes.count, pendingClose == nil {
+            let length = min(bytes.count - offset, Self.receiveSliceBytes)
+            inSessionCall = true
+            let consumed = nghttp2_session_mem_recv(session, start + offset, length)
+            inSessionCall = false
+            if consumed < 0 {
+                let reason = "HTTP/2 protocol error: \(String(cString: nghttp2_strerror(Int32(consumed))))"
+                // nghttp2 queued a GOAWAY for most protocol errors: try to send it, then close.
+                pendingClose = pendingClose ?? (reason, true)
+                return
+            }
+            offset += length
+            produce()
+        }
+    }
+
+    /// What ``receive(_:)`` hands nghttp2 at once: 455 frames of the smallest kind (9 bytes).
+    static let receiveSliceBytes = 4096
 
     /// While suspended: reads what the peer sent straight from the socket and drops it; closes
     /// at the end of the peer's stream or on a socket error. A few buffers per wake-up, so a peer
