@@ -80,6 +80,8 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     private var readWantsWrite = false
     private var writeWantsRead = false
     private var readPaused = false
+    /// Bytes handed to nghttp2 since its queued frames last moved to the output (``receive(_:)``).
+    private var receivedSinceProduce = 0
     /// How many times reading paused for backpressure (loop thread; tests read it).
     private(set) var readPauses = 0
     private var interest: IOInterest = []
@@ -311,11 +313,12 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     }
 
     /// Hands what was read to nghttp2 a slice at a time, moving what it queued in answer to the
-    /// output after each slice. nghttp2 counts the acknowledgements (PING, SETTINGS) and
+    /// output once a slice's worth has gone in (at most 8 KiB between two moves, so at most 910
+    /// frames: not after every small read, which would add a call per answer). nghttp2 counts the acknowledgements (PING, SETTINGS) and
     /// RST_STREAMs it holds unsent, and ends the session as a flood above 1,000: with a whole TLS
     /// record (up to 1,820 empty SETTINGS frames) fed at once, or several records before the
     /// next pump, a peer sending a burst of them would be cut off even though it reads every
-    /// answer. A slice holds at most 455 frames; a peer that does not read what is written still
+    /// answer. A peer that does not read what is written still
     /// meets the output's high-water mark, which stops reading it, and then the flood limit.
     private func receive(_ bytes: UnsafeRawBufferPointer) {
         guard let session, let start = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
@@ -332,7 +335,8 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
                 return
             }
             offset += length
-            produce()
+            receivedSinceProduce += length
+            if receivedSinceProduce >= Self.receiveSliceBytes { produce() }
         }
     }
 
@@ -391,6 +395,7 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
     }
 
     private func produce() {
+        receivedSinceProduce = 0
         // The owner is cleared after the session (`teardown`), so with a session there is an
         // owner. Unwrapped here, once: an `if let` inside the loop retained and released it per frame.
         guard let session, let owner = self.owner else { return }

@@ -1,4 +1,5 @@
 import Bridge
+import Foundation
 import Testing
 
 /// Configurations an operator can write by mistake that would start a bridge that never works,
@@ -117,13 +118,16 @@ import Testing
         ]
         for (auth, keyPath) in cases {
             let yaml = "kafka: {brokers: b}\napps:\n  - name: chat\n    bundle_id: com.example.chat\n    auth: \(auth)"
-            for value in [pem, body + "\n" + body, "-----BEGIN PRIVATE KEY-----"] {
+            // Also the key's file encoded on one line (`base64 -w0`), a common way to hold it in a variable.
+            let oneLine = Data(pem.utf8).base64EncodedString()
+            for value in [pem, body + "\n" + body, "-----BEGIN PRIVATE KEY-----", oneLine, body + body] {
                 do {
                     _ = try BridgeConfiguration.parse(yaml: yaml, environment: ["KEY": value])
                     Issue.record("\(keyPath): accepted")
                 } catch {
                     #expect(error.keyPath == keyPath)
-                    #expect(!error.description.contains("SECRET") && !error.description.contains("BEGIN"), "\(error.description)")
+                    #expect(!error.description.contains("SECRET") && !error.description.contains("BEGIN")
+                            && !error.description.contains(String(oneLine.prefix(20))), "\(error.description)")
                 }
             }
         }

@@ -121,7 +121,7 @@ struct UncommittedSpanTests {
         let maxInFlight = 10
         let perPartition = 200
         let token = String(repeating: "6c", count: 32)
-        let expiration = Int(Date().timeIntervalSince1970) + 14
+        let expiration = Int(Date().timeIntervalSince1970) + 20
         let produce = { (records: [(partition: Int32, value: String)]) throws in
             let producer = try KafkaProducer(
                 bootstrapServers: environment.kafka.bootstrapServers, properties: ["linger.ms": "5"],

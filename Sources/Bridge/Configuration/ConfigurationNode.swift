@@ -37,14 +37,16 @@ struct ConfigurationNode {
     /// from an environment variable where a path or a name belongs): such text is never repeated
     /// in an error.
     static func looksLikeKeyMaterial(_ text: String) -> Bool {
-        if text.contains("-----BEGIN") || text.contains("PRIVATE KEY") { return true }
-        guard text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) else { return false }
-        // Lines of a PEM body: a long run of base64 on a line of its own.
+        // A PEM header, plain or base64-encoded (`LS0tLS1CRUdJTi` is `-----BEGIN`).
+        if text.contains("-----BEGIN") || text.contains("PRIVATE KEY") || text.contains("LS0tLS1CRUdJTi") { return true }
+        // Lines of a PEM body (a long run of base64 in text of several lines), or a key encoded
+        // on one line (`base64 -w0`): a longer run, such as no path or name holds.
+        let longest = text.contains(where: \.isNewline) ? 40 : 100
         var run = 0
         for byte in text.utf8 {
             let isBase64 = EnvironmentExpansion.isLetter(byte) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2B || byte == 0x2F || byte == 0x3D
             run = isBase64 ? run + 1 : 0
-            if run >= 40 { return true }
+            if run >= longest { return true }
         }
         return false
     }

@@ -21,9 +21,9 @@ extension BridgePipeline {
     /// ``uncommittedSpanFactor`` × `max_in_flight`) or the weight of its outputs waiting behind an
     /// unfinished record (exactly once, bound half of `max_in_flight`, so the held outputs are
     /// caught before the in-flight limit stops every partition). When the partitions together
-    /// hold more than the bound, each one holding at least its share of it (the bound over the
-    /// assigned partitions) is paused on its own: the others go on, so a partition without a
-    /// stuck record keeps flowing. Bounding the sum, not each partition, keeps memory and the
+    /// hold more than the bound (exactly once, those not paused yet), each one holding at least
+    /// its share of it (the bound over the assigned partitions) is paused on its own: the others
+    /// go on, so a partition without a stuck record keeps flowing. Bounding the sum, not each partition, keeps memory and the
     /// replay after a restart independent of how many partitions an instance holds. A paused
     /// partition resumes once the sum is down to half the bound, or its own hold to half its
     /// share (it was paused with a stuck one, not for one of its own). Exactly once, the outputs a
@@ -39,11 +39,17 @@ extension BridgePipeline {
         partitions.withLock { map in
             let spans = map.mapValues { exactlyOnce ? $0.blockedWeight : $0.pendingCount }
             let total = spans.values.reduce(0, +)
+            // At least once every partition's records count toward the bound, paused or not: it
+            // bounds the offsets kept and the replay after a restart. Exactly once what a paused
+            // partition holds is bounded by its pause and left out: counted, a stuck partition
+            // would keep the total over the bound, and every brief hold of the others' (records
+            // completing out of order) would pause them again and again.
+            let pressure = exactlyOnce ? spans.filter { !held.contains($0.key) }.values.reduce(0, +) : total
             let share = max(1, bound / max(1, map.count))
             for (topicPartition, span) in spans {
                 if held.contains(topicPartition) {
                     if total <= bound / 2 || span <= share / 2 { under.append(topicPartition) }
-                } else if total > bound, span >= share {
+                } else if pressure > bound, span >= share {
                     over.append((topicPartition, span))
                 }
             }
