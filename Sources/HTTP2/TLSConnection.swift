@@ -314,12 +314,14 @@ package final class TLSConnection: EventLoopIOHandler, EventLoopFlushable, @unch
 
     /// Hands what was read to nghttp2 a slice at a time, moving what it queued in answer to the
     /// output once a slice's worth has gone in (at most 8 KiB between two moves, so at most 910
-    /// frames: not after every small read, which would add a call per answer). nghttp2 counts the acknowledgements (PING, SETTINGS) and
-    /// RST_STREAMs it holds unsent, and ends the session as a flood above 1,000: with a whole TLS
-    /// record (up to 1,820 empty SETTINGS frames) fed at once, or several records before the
-    /// next pump, a peer sending a burst of them would be cut off even though it reads every
-    /// answer. A peer that does not read what is written still
-    /// meets the output's high-water mark, which stops reading it, and then the flood limit.
+    /// frames; not after every small read, which would add a call per answer).
+    ///
+    /// nghttp2 counts the acknowledgements (PING, SETTINGS) and RST_STREAMs it holds unsent, and
+    /// ends the session as a flood above 1,000: with a whole TLS record (up to 1,820 empty
+    /// SETTINGS frames) fed at once, or several records before the next pump, a peer sending a
+    /// burst of them would be cut off even though it reads every answer. A peer that does not
+    /// read what is written still meets the output's high-water mark, which stops reading it,
+    /// and then the flood limit.
     private func receive(_ bytes: UnsafeRawBufferPointer) {
         guard let session, let start = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         var offset = 0
