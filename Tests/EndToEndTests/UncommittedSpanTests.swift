@@ -174,6 +174,45 @@ struct UncommittedSpanTests {
         try Self.expectExpiredUnsent(["held"], in: results)
     }
 
+    /// Exactly once, a record APNs answers late (not never) holds the outputs behind it only for
+    /// as long: the partition is not paused for it, and nothing else is either.
+    @Test func exactlyOnceARecordAnsweredLateDoesNotPauseItsPartition() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        var slowConfiguration = environment.credentials.simulatorConfiguration()
+        slowConfiguration.faults.latency = .milliseconds(300)
+        let slow = try APNsSimulator(configuration: slowConfiguration)
+        try slow.start()
+        defer { slow.close() }
+        let maxInFlight = 40
+        let token = String(repeating: "6d", count: 32)
+        // Every 50th request goes to the sandbox, answered after 300 ms; the rest at once. Each
+        // slow one holds the outputs of the records completing behind it past half the limit
+        // (the bound) before the limit stops the consumer.
+        let records = (0..<300).map { index in
+            let environmentField = index % 50 == 0 ? #","environment":"sandbox""# : ""
+            return DemoWorkload.Record(
+                key: Array("r\(index)".utf8),
+                value: Array(#"{"id":"r\#(index)","token":"\#(token)"\#(environmentField),"payload":{}}"#.utf8))
+        }
+        try environment.produceRequests(records)
+        let yaml = environment.configurationYAML(groupID: "e2e-span-slow", exactlyOnce: true,
+                                                 extra: "limits: {max_in_flight: \(maxInFlight)}")
+            .replacingOccurrences(of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)",
+                                  with: "sandbox_url: https://127.0.0.1:\(slow.port)")
+        #expect(yaml.contains("sandbox_url: https://127.0.0.1:\(slow.port)"))
+        let runner = try BackgroundPipeline(
+            configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]), backpressureGrace: .seconds(5))
+        defer { runner.stop() }
+
+        #expect(waitFor(timeout: .seconds(60)) {
+            (try? environment.committedRequestCount(groupID: "e2e-span-slow")) == Int64(records.count)
+        })
+        #expect(slow.statistics.requestsReceived == 6)
+        #expect(runner.pipeline.fetchPauseCount == 0)
+        #expect(runner.stop() == 0)
+    }
+
     /// Each of the requests `ids` has one result, and it says what becomes of a notification
     /// whose expiration passes while it waits for a connection (contract §6): `expired`, never
     /// sent (0 attempts, no status).

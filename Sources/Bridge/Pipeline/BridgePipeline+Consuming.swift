@@ -323,8 +323,15 @@ extension BridgePipeline {
             logger.trace("waiting for capacity", metadata: [
                 "bridge.apns_in_flight": "\(dispatcher.inFlight)", "bridge.kafka_unacknowledged": "\(publisher.pendingCount)",
             ])
+            let exactlyOnce = committer != nil
             let outcome = BackpressureWait(limit: limit, graceNanoseconds: backpressureGraceNanoseconds).wait(
-                now: { Timestamp.monotonicNanoseconds() }, inFlight: { workCountedByLimit },
+                now: { Timestamp.monotonicNanoseconds() },
+                inFlight: {
+                    // Exactly once, outputs held behind a stuck record fill the limit: the bound
+                    // pausing that partition alone makes room before every partition is paused.
+                    if exactlyOnce { boundUncommittedSpans() }
+                    return workCountedByLimit
+                },
                 shouldStop: { isStopRequested || fatalReason != nil }, sleep: { usleep(500) }
             )
             if outcome == .pause {

@@ -20,42 +20,35 @@ extension BridgePipeline {
     /// What a partition holds is its records consumed and not committable (at least once, bound
     /// ``uncommittedSpanFactor`` × `max_in_flight`) or the weight of its outputs waiting behind an
     /// unfinished record (exactly once, bound half of `max_in_flight`, so the held outputs are
-    /// caught before the in-flight limit stops every partition). When the partitions together
-    /// hold more than the bound (exactly once, those not paused yet), each one holding at least
-    /// its share of it (the bound over the assigned partitions) is paused on its own: the others
-    /// go on, so a partition without a stuck record keeps flowing. Bounding the sum, not each partition, keeps memory and the
-    /// replay after a restart independent of how many partitions an instance holds. A paused
-    /// partition resumes once the sum is down to half the bound, or its own hold to half its
-    /// share (it was paused with a stuck one, not for one of its own). Exactly once, the outputs a
-    /// paused partition holds leave the in-flight work that `max_in_flight` limits
-    /// (``workCountedByLimit``): they are bounded here, by the pause.
+    /// caught before the in-flight limit stops every partition). A partition holding more than its
+    /// share of the bound is paused on its own (``UncommittedSpanBound`` decides when, and when it
+    /// resumes): the others go on, so a partition without a stuck record keeps flowing. Bounding
+    /// the sum, not each partition, keeps memory and the replay after a restart independent of how
+    /// many partitions an instance holds. Exactly once, the outputs a paused partition holds leave
+    /// the in-flight work that `max_in_flight` limits (``workCountedByLimit``): they are bounded
+    /// here, by the pause.
     func boundUncommittedSpans() {
         let exactlyOnce = committer != nil
-        let limit = configuration.limits.maxInFlight
-        let bound = exactlyOnce ? max(1, limit / 2) : limit * Self.uncommittedSpanFactor
         let held = spanPausedSnapshot
-        var over: [(KafkaTopicPartition, Int)] = []
-        var under: [KafkaTopicPartition] = []
-        partitions.withLock { map in
-            let spans = map.mapValues { exactlyOnce ? $0.blockedWeight : $0.pendingCount }
-            let total = spans.values.reduce(0, +)
-            // At least once every partition's records count toward the bound, paused or not: it
-            // bounds the offsets kept and the replay after a restart. Exactly once what a paused
-            // partition holds is bounded by its pause and left out: counted, a stuck partition
-            // would keep the total over the bound, and every brief hold of the others' (records
-            // completing out of order) would pause them again and again.
-            let pressure = exactlyOnce ? spans.filter { !held.contains($0.key) }.values.reduce(0, +) : total
-            let share = max(1, bound / max(1, map.count))
-            for (topicPartition, span) in spans {
-                if held.contains(topicPartition) {
-                    if total <= bound / 2 || span <= share / 2 { under.append(topicPartition) }
-                } else if pressure > bound, span >= share {
-                    over.append((topicPartition, span))
-                }
-            }
+        let spans = partitions.withLock { map in map.mapValues { exactlyOnce ? $0.blockedWeight : $0.pendingCount } }
+        let decision = spanBound.withLock { $0.decide(spans: spans, paused: held, now: Timestamp.monotonicNanoseconds()) }
+        if !decision.pause.isEmpty {
+            pauseForSpan(decision.pause, measuring: exactlyOnce ? "bridge.held_outputs" : "bridge.uncommitted_records")
         }
-        if !over.isEmpty { pauseForSpan(over, measuring: exactlyOnce ? "bridge.held_outputs" : "bridge.uncommitted_records") }
-        if !under.isEmpty { resumeAfterSpan(under) }
+        if !decision.resume.isEmpty { resumeAfterSpan(decision.resume) }
+    }
+
+    /// The bound's decisions for this configuration: at least once ``uncommittedSpanFactor`` ×
+    /// `max_in_flight` records, at once; exactly once half of `max_in_flight` in held outputs,
+    /// after the backpressure grace.
+    static func uncommittedSpanBound(_ configuration: BridgeConfiguration, grace: Duration)
+        -> UncommittedSpanBound<KafkaTopicPartition> {
+        let limit = configuration.limits.maxInFlight
+        return configuration.kafka.exactlyOnce
+            ? UncommittedSpanBound(bound: max(1, limit / 2), graceNanoseconds: grace.totalNanoseconds,
+                                   pausedPartitionsLeaveTheSum: true)
+            : UncommittedSpanBound(bound: limit * uncommittedSpanFactor, graceNanoseconds: 0,
+                                   pausedPartitionsLeaveTheSum: false)
     }
 
     /// The in-flight work `limits.max_in_flight` limits: ``inFlight`` less, exactly once, the
@@ -70,8 +63,8 @@ extension BridgePipeline {
         return max(0, work - held)
     }
 
-    private func pauseForSpan(_ over: [(KafkaTopicPartition, Int)], measuring measure: String) {
-        let list = over.map(\.0)
+    private func pauseForSpan(_ over: [(partition: KafkaTopicPartition, span: Int)], measuring measure: String) {
+        let list = over.map(\.partition)
         do {
             try consumer.pause(list)
         } catch {

@@ -37,6 +37,8 @@ public final class BridgePipeline: Sendable {
     let spanPausedPartitions = Locked<Set<KafkaTopicPartition>>([])
     /// How many partitions `spanPausedPartitions` holds, read without its lock where every record asks.
     let spanPausedCount = Atomic<Int>(0)
+    /// Decides the pauses of `boundUncommittedSpans`. Consumer thread.
+    let spanBound: Locked<UncommittedSpanBound<KafkaTopicPartition>>
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
     /// Fetching is paused because no APNs endpoint can be reached (`applyBackpressure`).
@@ -79,11 +81,13 @@ public final class BridgePipeline: Sendable {
     ///   for in-flight work to fall below `limits.max_in_flight` before it pauses the partitions.
     ///   librdkafka drops the records it prefetched for a paused partition and fetches them again
     ///   about half a second after resuming, so a short wait keeps a busy pipeline fed; pausing
-    ///   remains the answer to a stall (APNs or Kafka down).
+    ///   remains the answer to a stall (APNs or Kafka down). Exactly once, it is also how long a
+    ///   partition holds its share of the uncommitted-span bound before it is paused alone.
     public init(configuration: BridgeConfiguration, backpressureGrace: Duration = .seconds(1)) throws(PipelineError) {
         // Passphrases are used by the dispatcher's credential loading below, and kept by nobody.
         self.configuration = configuration.removingPassphrases()
         self.backpressureGraceNanoseconds = backpressureGrace.totalNanoseconds
+        self.spanBound = Locked(Self.uncommittedSpanBound(configuration, grace: backpressureGrace))
         self.decoder = PushRequestDecoder(configuration: configuration)
         let metrics = BridgeMetrics(configuration: configuration)
         self.metrics = metrics
