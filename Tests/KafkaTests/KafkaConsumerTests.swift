@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Observability
 import TestSupport
 import Testing
 
@@ -173,6 +174,39 @@ struct KafkaConsumerTests {
         let committed = try KafkaTopicReader.committedOffsets(
             bootstrapServers: cluster.bootstrapServers, groupID: "closing", topic: "backlog", partitions: 4)
         #expect(committed.isEmpty, "nothing was stored, so nothing is committed: \(committed)")
+    }
+
+    /// A watermark request in progress when the consumer closes is waited for, and answered:
+    /// the handle it uses is destroyed only after it returns.
+    @Test func aCloseWaitsForAWatermarkRequestInProgress() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try KafkaTestSupport.createFilledTopic("marks", partitions: 1, count: 10, on: cluster)
+        let consumer = try KafkaConsumer(
+            bootstrapServers: cluster.bootstrapServers, groupID: "marks", topics: ["marks"],
+            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        let partition = KafkaTopicPartition(topic: "marks", partition: 0)
+        #expect(waitFor(timeout: .seconds(10)) {
+            consumer.watermarks(of: [partition], timeoutMilliseconds: 1_000)[partition]?.high == 10
+        })
+        // The next two ListOffsets requests (the low and the high watermark) are answered late.
+        let listOffsets: Int16 = 2
+        cluster.pushBrokerRequestErrors(broker: 1, apiKey: listOffsets, errors: [0, 0], rttMilliseconds: 1_000)
+        let answered = Locked<Int64?>(nil)
+        DispatchQueue.concurrentPerform(iterations: 2) { worker in
+            if worker == 0 {
+                let high = consumer.watermarks(of: [partition], timeoutMilliseconds: 10_000)[partition]?.high
+                answered.withLock { $0 = high }
+            } else {
+                // Closed once the broker holds the first request.
+                #expect(waitFor(timeout: .seconds(10)) {
+                    cluster.pendingRequestErrors(broker: 1, apiKey: listOffsets).map { $0 < 2 } ?? false
+                })
+                consumer.close()
+                #expect(answered.withLock { $0 } == 10, "the close returned before the request in progress was answered")
+            }
+        }
+        #expect(consumer.watermarks(of: [partition], timeoutMilliseconds: 1_000).isEmpty)
     }
 
     /// A consumer whose offsets go into transactions must never commit on its own: a stored
