@@ -76,6 +76,17 @@ import Testing
         #expect(memoryBound.decide(spans: [0: 90, 1: 60], paused: [0], now: 1).pause.map(\.partition) == [1])
     }
 
+    /// A partition revoked and assigned again between two decisions (both inside one poll) is
+    /// forgotten by the revocation: its grace starts anew.
+    @Test func aPartitionForgottenAtItsRevocationStartsItsGraceAnew() {
+        var bound = Self.exactlyOnce()
+        #expect(bound.decide(spans: [0: 120, 1: 0], paused: [], now: 0).pause.isEmpty)
+        bound.forget([0])
+        #expect(bound.overSince.isEmpty)
+        #expect(bound.decide(spans: [0: 120, 1: 0], paused: [], now: 2 * Self.second).pause.isEmpty)
+        #expect(bound.decide(spans: [0: 120, 1: 0], paused: [], now: 3 * Self.second).pause.map(\.partition) == [0])
+    }
+
     /// A partition that leaves the assignment while its grace runs is forgotten: assigned again,
     /// its grace starts anew.
     @Test func aRevokedPartitionsGraceIsForgotten() {

@@ -213,6 +213,59 @@ struct UncommittedSpanTests {
         #expect(runner.stop() == 0)
     }
 
+    /// Exactly once, outputs held behind an unfinished record under the bound (its partition not
+    /// paused for them) do not keep every partition paused after the in-flight limit paused them:
+    /// fetching resumes once the work that can drain is down to half the limit.
+    @Test func exactlyOnceOutputsHeldUnderTheBoundDoNotKeepTheLimitsPause() throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        let maxInFlight = 10
+        let token = String(repeating: "6e", count: 32)
+        let expiration = Int(Date().timeIntervalSince1970) + 40
+        let produce = { (partition: Int32, values: [String]) throws in
+            let producer = try KafkaProducer(
+                bootstrapServers: environment.kafka.bootstrapServers, properties: ["linger.ms": "5"],
+                logger: Logger(label: "test.producer"), deliveryHandler: { _, error in #expect(error == nil) })
+            for value in values {
+                try producer.produce(topic: environment.requestTopic, key: [UInt8]?.none, value: Array(value.utf8),
+                                     headers: [], tag: 0, partition: partition)
+            }
+            #expect(producer.flush(timeoutMilliseconds: 30_000))
+            producer.close()
+        }
+        // Partition 0: a request to the unreachable sandbox, then as many answered at once as
+        // the bound (half the limit) allows without pausing the partition.
+        try produce(0, [#"{"id":"held","token":"\#(token)","environment":"sandbox","expiration":\#(expiration),"payload":{}}"#]
+            + (0..<maxInFlight / 2).map { #"{"id":"p0-\#($0)","token":"\#(token)","payload":{}}"# })
+        let yaml = environment.configurationYAML(groupID: "e2e-span-limit", exactlyOnce: true,
+                                                 extra: "limits: {max_in_flight: \(maxInFlight)}")
+            .replacingOccurrences(of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)", with: "sandbox_url: https://127.0.0.1:1")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 2s")
+        #expect(yaml.contains("sandbox_url: https://127.0.0.1:1") && yaml.contains("shutdown_timeout: 2s"))
+        let runner = try BackgroundPipeline(
+            configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]), backpressureGrace: .milliseconds(200))
+        defer { runner.stop() }
+        let committed = {
+            (try? KafkaTopicReader.committedOffsets(bootstrapServers: environment.kafka.bootstrapServers,
+                                                    groupID: "e2e-span-limit", topic: environment.requestTopic, partitions: 2)) ?? [:]
+        }
+        #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.inFlightCount == 1 + maxInFlight / 2 })
+
+        // APNs slows down while partition 1 gets records: the limit is reached and held past the
+        // grace, and every partition pauses.
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(2)))
+        let later = 2 * maxInFlight
+        try produce(1, (0..<later).map { #"{"id":"p1-\#($0)","token":"\#(token)","payload":{}}"# })
+        #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.pausedPartitionCount == 2 })
+        try environment.simulator.setFaults(APNsSimulatorFaults())
+
+        // Once the slow answers are in, partition 1 drains while the held record still waits.
+        #expect(waitFor(timeout: .seconds(15)) { committed()[1] == Int64(later) },
+                "partition 1 committed to \(committed()[1] ?? -1) of \(later)")
+        #expect(runner.pipeline.spanPausedPartitionCount == 0)
+        #expect(runner.pipeline.notificationsAwaitingAPNs == 1)
+    }
+
     /// Each of the requests `ids` has one result, and it says what becomes of a notification
     /// whose expiration passes while it waits for a connection (contract §6): `expired`, never
     /// sent (0 attempts, no status).

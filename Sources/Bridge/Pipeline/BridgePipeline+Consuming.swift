@@ -337,9 +337,19 @@ extension BridgePipeline {
             if outcome == .pause {
                 pauseAssignedPartitions()
             }
-        } else if workCountedByLimit <= limit / 2 {
+        } else if workCountedByLimit <= limit / 2 || drainableWorkAllowsResuming(limit: limit) {
             resumePausedPartitions()
         }
+    }
+
+    /// Exactly once, while fetching is paused: whether the work that can drain is down to half the
+    /// limit. Outputs held behind an unfinished record leave only when it finishes, which may be
+    /// never; left under the uncommitted-span bound, they would keep the work above half the limit
+    /// and every partition paused for as long.
+    private func drainableWorkAllowsResuming(limit: Int) -> Bool {
+        guard committer != nil, pausedPartitions.withLock({ !$0.isEmpty }) else { return false }
+        let held = partitions.withLock { map in map.values.reduce(0) { $0 + $1.blockedWeight } }
+        return inFlight - held <= limit / 2
     }
 
     private func pauseAssignedPartitions() {

@@ -101,8 +101,9 @@ extension BridgePipeline {
     }
 
     /// Rebalance: revoked partitions leave the span pause, resumed first (librdkafka keeps a
-    /// pause across unassignment).
+    /// pause across unassignment), and their grace is forgotten.
     func releaseSpanPause(of revoked: [KafkaTopicPartition]) {
+        spanBound.withLock { $0.forget(revoked) }
         let leaving = spanPausedPartitions.withLock { held -> [KafkaTopicPartition] in
             let leaving = revoked.filter { held.contains($0) }
             held.subtract(leaving)

@@ -32,6 +32,11 @@ struct UncommittedSpanBound<Partition: Hashable> {
         var resume: [Partition] = []
     }
 
+    /// Partitions leaving the assignment: assigned again, their grace starts anew.
+    mutating func forget(_ partitions: some Sequence<Partition>) {
+        for partition in partitions { overSince.removeValue(forKey: partition) }
+    }
+
     /// The decision for what the assigned partitions hold (`spans`), those `paused` by this bound
     /// and the time `now` in nanoseconds. Partitions missing from `spans` (revoked) are forgotten.
     mutating func decide(spans: [Partition: Int], paused: Set<Partition>, now: UInt64) -> Decision {
