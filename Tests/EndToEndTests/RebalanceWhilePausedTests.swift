@@ -46,6 +46,52 @@ struct RebalanceWhilePausedTests {
         #expect(first.pipeline.inFlightCount == 1)
     }
 
+    /// A member that loses every partition it paused (the group took them away) and gets them
+    /// back while the reason to hold back remains pauses them as they come back, not one
+    /// backpressure grace later.
+    @Test func partitionsLostByAPausedMemberComeBackPaused() throws {
+        let environment = try LocalEnvironment(partitions: 2)
+        defer { environment.close() }
+        try environment.produceRequests((0..<50).map { index in
+            DemoWorkload.Record(
+                key: Array("key-\(index)".utf8),
+                value: Array(#"{"token":"\#(String(repeating: "5e", count: 32))","payload":{"aps":{}}}"#.utf8)
+            )
+        })
+        let yaml = environment.configurationYAML(groupID: "e2e-lost-paused", extra: "limits: {max_in_flight: 1}")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
+        #expect(yaml.contains("request_timeout: 60s"))
+        // APNs takes every notification and never answers: the one in flight never finishes.
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        let runner = try BackgroundPipeline(
+            configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]), backpressureGrace: .seconds(3))
+        defer { runner.stop() }
+        #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.pausedPartitionCount == 2 })
+
+        // The next heartbeat is answered UNKNOWN_MEMBER_ID: the member loses its partitions and joins again.
+        let heartbeat: Int16 = 12
+        environment.kafka.pushBrokerRequestErrors(broker: 1, apiKey: heartbeat, errors: [25])  // UNKNOWN_MEMBER_ID
+        #expect(waitFor(timeout: .seconds(10)) { environment.kafka.pendingRequestErrors(broker: 1, apiKey: heartbeat) == 0 })
+        // From then on, partitions assigned are paused: at most a moment between the two counts.
+        // (The group takes them back once the old membership's session has timed out.)
+        var longestUnpaused = 0
+        var unpaused = 0
+        var backSince: ContinuousClock.Instant?
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, backSince.map({ ContinuousClock.now - $0 < .seconds(1) }) ?? true {
+            let assigned = runner.pipeline.assignedPartitionCount
+            unpaused = assigned > runner.pipeline.pausedPartitionCount ? unpaused + 1 : 0
+            longestUnpaused = max(longestUnpaused, unpaused)
+            if assigned == 2, backSince == nil { backSince = ContinuousClock.now }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(longestUnpaused < 10, "assigned partitions fetched unpaused for about \(longestUnpaused * 10) ms")
+        #expect(runner.pipeline.assignedPartitionCount == 2)
+        #expect(runner.pipeline.pausedPartitionCount == 2)
+        #expect(runner.pipeline.inFlightCount == 1)
+    }
+
     /// Held back for 2.5 times the consumer's `max.poll.interval.ms` (APNs never answers its one
     /// notification in flight, `max_in_flight` 1, fetching paused), the `apns-bridge run`
     /// process keeps polling: the group never evicts it, it keeps its partitions, and once APNs

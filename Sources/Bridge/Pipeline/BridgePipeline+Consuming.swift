@@ -206,12 +206,14 @@ extension BridgePipeline {
                 }
             }
             assignmentGeneration.add(1, ordering: .relaxed)
-            // While fetching is held back, new partitions join the pause.
-            pausedPartitions.withLock { paused in
-                guard !paused.isEmpty else { return }
+            // While fetching is held back, new partitions join the pause (also when every
+            // partition it paused has left: the reason to hold back has not).
+            fetchHold.withLock { hold in
+                guard hold.isHeld else { return }
                 do {
                     try consumer.pause(assigned)
-                    paused += assigned
+                    if hold.partitions.isEmpty, !assigned.isEmpty { fetchPauses.add(1, ordering: .relaxed) }
+                    hold.partitions += assigned
                 } catch {
                     logger.warning("pausing new partitions failed", metadata: ["error": "\(error)"])
                 }
@@ -247,12 +249,12 @@ extension BridgePipeline {
             }
             // librdkafka keeps an application pause across unassignment: resume before letting
             // go, or the partition would come back paused if it is assigned here again.
-            pausedPartitions.withLock { paused in
-                let leaving = paused.filter { revoked.contains($0) }
+            fetchHold.withLock { hold in
+                let leaving = hold.partitions.filter { revoked.contains($0) }
                 if !leaving.isEmpty {
                     try? consumer.resume(leaving)
                 }
-                paused.removeAll { revoked.contains($0) }
+                hold.partitions.removeAll { revoked.contains($0) }
             }
             releaseSpanPause(of: revoked)
         }
@@ -319,7 +321,7 @@ extension BridgePipeline {
             logger.info("APNs reachable again: fetching resumes once in-flight work is under half of the limit",
                         metadata: ["bridge.in_flight": "\(inFlight)"])
         }
-        if workCountedByLimit >= limit, pausedPartitions.withLock({ $0.isEmpty }) {
+        if workCountedByLimit >= limit, !fetchHold.withLock({ $0.isHeld }) {
             logger.trace("waiting for capacity", metadata: [
                 "bridge.apns_in_flight": "\(dispatcher.inFlight)", "bridge.kafka_unacknowledged": "\(publisher.pendingCount)",
             ])
@@ -347,17 +349,19 @@ extension BridgePipeline {
     /// never; left under the uncommitted-span bound, they would keep the work above half the limit
     /// and every partition paused for as long.
     private func drainableWorkAllowsResuming(limit: Int) -> Bool {
-        guard committer != nil, pausedPartitions.withLock({ !$0.isEmpty }) else { return false }
+        guard committer != nil, fetchHold.withLock({ $0.isHeld }) else { return false }
         let held = partitions.withLock { map in map.values.reduce(0) { $0 + $1.blockedWeight } }
         return inFlight - held <= limit / 2
     }
 
     private func pauseAssignedPartitions() {
-        pausedPartitions.withLock { paused in
-            guard paused.isEmpty, let assignment = try? consumer.assignment(), !assignment.isEmpty else { return }
+        fetchHold.withLock { hold in
+            guard !hold.isHeld, let assignment = try? consumer.assignment() else { return }
             do {
+                // Held with no partition assigned too: those assigned later join the pause.
                 try consumer.pause(assignment)
-                paused = assignment
+                hold = FetchHold(isHeld: true, partitions: assignment)
+                guard !assignment.isEmpty else { return }
                 fetchPauses.add(1, ordering: .relaxed)
                 logger.debug("paused fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
             } catch {
@@ -368,12 +372,12 @@ extension BridgePipeline {
 
     private func resumePausedPartitions() {
         let spanPaused = spanPausedSnapshot
-        pausedPartitions.withLock { paused in
-            guard !paused.isEmpty else { return }
+        fetchHold.withLock { hold in
+            guard hold.isHeld else { return }
             do {
                 // Those also over the uncommitted-span bound stay paused until it lets them go.
-                try consumer.resume(paused.filter { !spanPaused.contains($0) })
-                paused.removeAll()
+                try consumer.resume(hold.partitions.filter { !spanPaused.contains($0) })
+                hold = FetchHold()
                 logger.debug("resumed fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
             } catch {
                 logger.warning("resuming partitions failed", metadata: ["error": "\(error)"])

@@ -54,7 +54,7 @@ extension BridgePipeline {
 
     /// Assigned partitions whose fetching the bridge paused, for whatever reason.
     var fetchPausedPartitions: [KafkaTopicPartition] {
-        let paused = Set(pausedPartitions.withLock { $0 }).union(spanPausedSnapshot)
+        let paused = Set(fetchHold.withLock { $0.partitions }).union(spanPausedSnapshot)
         let assigned = partitions.withLock { Set($0.keys) }
         return paused.filter { assigned.contains($0) }.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) }
     }

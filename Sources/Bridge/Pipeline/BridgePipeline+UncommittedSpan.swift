@@ -88,7 +88,7 @@ extension BridgePipeline {
             spanPausedCount.store(held.count, ordering: .relaxed)
         }
         // A partition also held by the in-flight limit resumes with the others, later.
-        let globallyPaused = pausedPartitions.withLock { $0 }
+        let globallyPaused = fetchHold.withLock { $0.partitions }
         let resumable = under.filter { !globallyPaused.contains($0) }
         guard !resumable.isEmpty else { return }
         do {

@@ -31,7 +31,8 @@ public final class BridgePipeline: Sendable {
     /// At least once: partitions whose committable offset grew, stored by the consumer thread
     /// once per loop iteration (nil exactly once: transactions commit the offsets).
     let offsetStores: OffsetStoreQueue?
-    let pausedPartitions = Locked<[KafkaTopicPartition]>([])
+    /// Fetching held back by `applyBackpressure`. Consumer thread.
+    let fetchHold = Locked(FetchHold())
     /// Partitions paused on their own for too many records behind an unfinished one
     /// (`boundUncommittedSpans`). Consumer thread.
     let spanPausedPartitions = Locked<Set<KafkaTopicPartition>>([])
@@ -220,7 +221,7 @@ public final class BridgePipeline: Sendable {
 
     /// Assigned partitions whose fetching is paused by backpressure.
     public var pausedPartitionCount: Int {
-        pausedPartitions.withLock { $0.count }
+        fetchHold.withLock { $0.partitions.count }
     }
 
     /// Assigned partitions paused for too many records behind an unfinished one.
@@ -289,4 +290,13 @@ final class PipelineReference: @unchecked Sendable {
         stored = pipeline
         isSet.store(true, ordering: .releasing)
     }
+}
+
+/// Fetching held back by the pipeline's backpressure (`limits.max_in_flight`, APNs unreachable,
+/// transactions not initialised yet): whether it is, and the partitions it paused. It stays held
+/// until it is let go, however the assignment changes meanwhile: partitions assigned while it is
+/// held join the pause, also when every partition it paused has left (lost with the group).
+struct FetchHold {
+    var isHeld = false
+    var partitions: [KafkaTopicPartition] = []
 }
