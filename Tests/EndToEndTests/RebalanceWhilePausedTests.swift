@@ -14,19 +14,8 @@ struct RebalanceWhilePausedTests {
     @Test func partitionsReturnedToAPausedMemberStayPaused() throws {
         let environment = try LocalEnvironment(partitions: 4)
         defer { environment.close() }
-        try environment.produceRequests((0..<200).map { index in
-            DemoWorkload.Record(
-                key: Array("key-\(index)".utf8),
-                value: Array(#"{"token":"\#(String(repeating: "5d", count: 32))","payload":{"aps":{}}}"#.utf8)
-            )
-        })
-        let yaml = environment.configurationYAML(groupID: "e2e-moving", extra: "limits: {max_in_flight: 1}")
-            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
-            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
-        #expect(yaml.contains("request_timeout: 60s"))
-        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
-        // APNs takes every notification and never answers: nothing in flight ever finishes.
-        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        try Self.produceRequests(200, to: environment)
+        let configuration = try Self.neverAnsweredConfiguration(environment, groupID: "e2e-moving")
 
         // A takes the limit's worth of work and pauses everything it owns.
         let first = try BackgroundPipeline(configuration: configuration, backpressureGrace: .zero)
@@ -52,20 +41,10 @@ struct RebalanceWhilePausedTests {
     @Test func partitionsLostByAPausedMemberComeBackPaused() throws {
         let environment = try LocalEnvironment(partitions: 2)
         defer { environment.close() }
-        try environment.produceRequests((0..<50).map { index in
-            DemoWorkload.Record(
-                key: Array("key-\(index)".utf8),
-                value: Array(#"{"token":"\#(String(repeating: "5e", count: 32))","payload":{"aps":{}}}"#.utf8)
-            )
-        })
-        let yaml = environment.configurationYAML(groupID: "e2e-lost-paused", extra: "limits: {max_in_flight: 1}")
-            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
-            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
-        #expect(yaml.contains("request_timeout: 60s"))
-        // APNs takes every notification and never answers: the one in flight never finishes.
-        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        try Self.produceRequests(50, to: environment)
         let runner = try BackgroundPipeline(
-            configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]), backpressureGrace: .seconds(3))
+            configuration: try Self.neverAnsweredConfiguration(environment, groupID: "e2e-lost-paused"),
+            backpressureGrace: .seconds(3))
         defer { runner.stop() }
         #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.pausedPartitionCount == 2 })
 
@@ -100,12 +79,7 @@ struct RebalanceWhilePausedTests {
         let environment = try LocalEnvironment(partitions: 2)
         defer { environment.close() }
         let count = 20
-        try environment.produceRequests((0..<count).map { index in
-            DemoWorkload.Record(
-                key: Array("key-\(index)".utf8),
-                value: Array(#"{"token":"\#(String(repeating: "5e", count: 32))","payload":{"aps":{}}}"#.utf8)
-            )
-        })
+        try Self.produceRequests(count, to: environment)
         // Short, so the hold is short: librdkafka wants the poll interval at least the session timeout.
         let pollInterval = 3000
         let yaml = environment.configurationYAML(
@@ -136,5 +110,26 @@ struct RebalanceWhilePausedTests {
         #expect(bridge.metric("apns_bridge_notifications_total") == Double(count))
         #expect(!bridge.log.contains("partitions revoked"))
         #expect(bridge.stop(timeoutSeconds: 30).status == 0)
+    }
+
+    /// `count` single-token requests on the request topic.
+    static func produceRequests(_ count: Int, to environment: LocalEnvironment) throws {
+        try environment.produceRequests((0..<count).map { index in
+            DemoWorkload.Record(
+                key: Array("key-\(index)".utf8),
+                value: Array(#"{"token":"\#(String(repeating: "5d", count: 32))","payload":{"aps":{}}}"#.utf8)
+            )
+        })
+    }
+
+    /// A configuration with `max_in_flight` 1 for a simulator made to take every notification
+    /// and never answer: the one in flight never finishes (nor times out), so fetching is held back.
+    static func neverAnsweredConfiguration(_ environment: LocalEnvironment, groupID: String) throws -> BridgeConfiguration {
+        let yaml = environment.configurationYAML(groupID: groupID, extra: "limits: {max_in_flight: 1}")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
+        #expect(yaml.contains("request_timeout: 60s"))
+        try environment.simulator.setFaults(APNsSimulatorFaults(stallRate: 1))
+        return try BridgeConfiguration.parse(yaml: yaml, environment: [:])
     }
 }

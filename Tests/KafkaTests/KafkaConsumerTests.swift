@@ -124,9 +124,7 @@ struct KafkaConsumerTests {
         defer { cluster.close() }
         try KafkaTestSupport.createFilledTopic("work", partitions: 2, count: 40, on: cluster)
 
-        let consumer = try KafkaConsumer(
-            bootstrapServers: cluster.bootstrapServers, groupID: "workers", topics: ["work"],
-            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        let consumer = try KafkaTestSupport.groupConsumer(of: "work", groupID: "workers", on: cluster)
         let messages = try KafkaTestSupport.consume(consumer, count: 40, seconds: 30)
         #expect(messages.count == 40)
         let partitionZero = messages.filter { $0.partition == 0 }
@@ -182,9 +180,7 @@ struct KafkaConsumerTests {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
         try KafkaTestSupport.createFilledTopic("marks", partitions: 1, count: 10, on: cluster)
-        let consumer = try KafkaConsumer(
-            bootstrapServers: cluster.bootstrapServers, groupID: "marks", topics: ["marks"],
-            properties: KafkaTestSupport.fastGroupProperties, logger: KafkaTestSupport.logger)
+        let consumer = try KafkaTestSupport.groupConsumer(of: "marks", groupID: "marks", on: cluster)
         let partition = KafkaTopicPartition(topic: "marks", partition: 0)
         #expect(waitFor(timeout: .seconds(10)) {
             consumer.watermarks(of: [partition], timeoutMilliseconds: 1_000)[partition]?.high == 10

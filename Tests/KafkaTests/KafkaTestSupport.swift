@@ -66,6 +66,12 @@ enum KafkaTestSupport {
         return false
     }
 
+    /// A consumer in group `groupID` of `topic` on `cluster`, with ``fastGroupProperties``.
+    static func groupConsumer(of topic: String, groupID: String, on cluster: MockKafkaCluster) throws -> KafkaConsumer {
+        try KafkaConsumer(bootstrapServers: cluster.bootstrapServers, groupID: groupID, topics: [topic],
+                          properties: fastGroupProperties, logger: logger)
+    }
+
     /// Creates `topic` on `cluster` with `partitions` partitions and fills it with `count` records
     /// of ``produce(_:topic:count:tagBase:first:)``, all acknowledged before it returns.
     static func createFilledTopic(_ topic: String, partitions: Int32, count: Int, on cluster: MockKafkaCluster) throws {
