@@ -297,7 +297,8 @@ extension BridgePipeline {
     /// taking records (they wait in librdkafka's bounded prefetch queue) for up to the grace
     /// period; if the work has not drained by then, it pauses every assigned partition and keeps
     /// polling, so the group never sees this member exceed `max.poll.interval.ms`. Paused
-    /// partitions resume once half of the limit has drained.
+    /// partitions resume once half of the limit has drained (exactly once, also once the work
+    /// that can drain is down to half of it: outputs held behind an unfinished record may never).
     ///
     /// While no APNs endpoint can be reached, every assigned partition is paused at once: the
     /// backlog stays in Kafka, not in memory, until a connection opens again.
@@ -326,12 +327,18 @@ extension BridgePipeline {
                 "bridge.apns_in_flight": "\(dispatcher.inFlight)", "bridge.kafka_unacknowledged": "\(publisher.pendingCount)",
             ])
             let exactlyOnce = committer != nil
+            var lastSpanCheck: UInt64 = 0
             let outcome = BackpressureWait(limit: limit, graceNanoseconds: backpressureGraceNanoseconds).wait(
                 now: { Timestamp.monotonicNanoseconds() },
                 inFlight: {
                     // Exactly once, outputs held behind a stuck record fill the limit: the bound
-                    // pausing that partition alone makes room before every partition is paused.
-                    if exactlyOnce { boundUncommittedSpans() }
+                    // pausing that partition alone (after half the grace) makes room before every
+                    // partition is paused. Every 10 ms, as in the loop.
+                    let now = Timestamp.monotonicNanoseconds()
+                    if exactlyOnce, now &- lastSpanCheck >= 10_000_000 {
+                        lastSpanCheck = now
+                        boundUncommittedSpans()
+                    }
                     return workCountedByLimit
                 },
                 shouldStop: { isStopRequested || fatalReason != nil }, sleep: { usleep(500) }
@@ -344,12 +351,12 @@ extension BridgePipeline {
         }
     }
 
-    /// Exactly once, while fetching is paused: whether the work that can drain is down to half the
-    /// limit. Outputs held behind an unfinished record leave only when it finishes, which may be
-    /// never; left under the uncommitted-span bound, they would keep the work above half the limit
-    /// and every partition paused for as long.
+    /// Exactly once, while fetching is paused and the work is under the limit: whether the work
+    /// that can drain is down to half the limit. Outputs held behind an unfinished record leave
+    /// only when it finishes, which may be never; left under the uncommitted-span bound, they
+    /// would keep the work above half the limit and every partition paused for as long.
     private func drainableWorkAllowsResuming(limit: Int) -> Bool {
-        guard committer != nil, fetchHold.withLock({ $0.isHeld }) else { return false }
+        guard committer != nil, workCountedByLimit < limit, fetchHold.withLock({ $0.isHeld }) else { return false }
         let held = partitions.withLock { map in map.values.reduce(0) { $0 + $1.blockedWeight } }
         return inFlight - held <= limit / 2
     }

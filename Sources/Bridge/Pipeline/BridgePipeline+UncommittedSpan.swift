@@ -40,12 +40,13 @@ extension BridgePipeline {
 
     /// The bound's decisions for this configuration: at least once ``uncommittedSpanFactor`` ×
     /// `max_in_flight` records, at once; exactly once half of `max_in_flight` in held outputs,
-    /// after the backpressure grace.
+    /// after half the backpressure grace (so that a hold that fills the in-flight limit pauses its
+    /// partition before the limit's wait, of the whole grace, pauses every partition).
     static func uncommittedSpanBound(_ configuration: BridgeConfiguration, grace: Duration)
         -> UncommittedSpanBound<KafkaTopicPartition> {
         let limit = configuration.limits.maxInFlight
         return configuration.kafka.exactlyOnce
-            ? UncommittedSpanBound(bound: max(1, limit / 2), graceNanoseconds: grace.totalNanoseconds,
+            ? UncommittedSpanBound(bound: max(1, limit / 2), graceNanoseconds: grace.totalNanoseconds / 2,
                                    pausedPartitionsLeaveTheSum: true)
             : UncommittedSpanBound(bound: limit * uncommittedSpanFactor, graceNanoseconds: 0,
                                    pausedPartitionsLeaveTheSum: false)

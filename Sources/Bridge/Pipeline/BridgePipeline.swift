@@ -82,8 +82,8 @@ public final class BridgePipeline: Sendable {
     ///   for in-flight work to fall below `limits.max_in_flight` before it pauses the partitions.
     ///   librdkafka drops the records it prefetched for a paused partition and fetches them again
     ///   about half a second after resuming, so a short wait keeps a busy pipeline fed; pausing
-    ///   remains the answer to a stall (APNs or Kafka down). Exactly once, it is also how long a
-    ///   partition holds its share of the uncommitted-span bound before it is paused alone.
+    ///   remains the answer to a stall (APNs or Kafka down). Exactly once, half of it is how long
+    ///   a partition holds its share of the uncommitted-span bound before it is paused alone.
     public init(configuration: BridgeConfiguration, backpressureGrace: Duration = .seconds(1)) throws(PipelineError) {
         // Passphrases are used by the dispatcher's credential loading below, and kept by nobody.
         self.configuration = configuration.removingPassphrases()
