@@ -136,7 +136,7 @@ struct APNsClientHostilePeerTests {
         }
         // A reset stream may have been processed: an attempt each time, so exactly 3 requests per
         // notification; the 3,000 resets of closed streams cost neither a request nor the connection.
-        #expect(fixture.recorder.retries == [.connectionLost: 20])
+        #expect(fixture.recorder.retries == [.streamReset: 20])
         let seen = fixture.peer.observations
         #expect(seen.headersReceived == 30 && seen.resetsSent == 30 * 101)
         #expect(seen.connectionsAccepted == 1 && seen.goAwaysReceived.isEmpty, "\(seen)")

@@ -38,8 +38,11 @@ public enum APNsRetryCause: String, Sendable, CaseIterable {
     case status429 = "status_429"
     /// Any 5xx.
     case status5xx = "status_5xx"
-    /// The connection was lost or the stream reset while it was open.
+    /// The connection was lost while the stream was open.
     case connectionLost = "connection_lost"
+    /// RST_STREAM with a code other than REFUSED_STREAM (e.g. INTERNAL_ERROR): the request may
+    /// have been processed.
+    case streamReset = "stream_reset"
     /// No answer within `apns.request_timeout`.
     case timeout = "timeout"
     /// 403 ExpiredProviderToken: re-sent with a fresh JWT.
@@ -79,8 +82,10 @@ enum APNsAnswerDisposition: Equatable {
             return .retry(afterGoAway ? .goAway : .refused)
         case .failure(.timeout):
             return .retry(.timeout)
-        case .failure(.connectionLost), .failure(.reset):
+        case .failure(.connectionLost):
             return .retry(.connectionLost)
+        case .failure(.reset):
+            return .retry(.streamReset)
         }
     }
 }
