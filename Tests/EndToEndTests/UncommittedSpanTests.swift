@@ -154,6 +154,10 @@ struct UncommittedSpanTests {
                                                     groupID: "e2e-span-eos", topic: environment.requestTopic, partitions: 2)) ?? [:]
         }
 
+        // Records flow once the producer's transactions are initialised (until then every
+        // partition is held back, and that counts as a pause).
+        #expect(waitFor(timeout: .seconds(30)) { runner.pipeline.inFlightCount > 0 })
+        let pausesAtTheStart = runner.pipeline.fetchPauseCount
         // The held partition pauses alone; then more records come for the other one only.
         #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.spanPausedPartitionCount == 1 })
         try produce((0..<perPartition).map { (1, #"{"id":"late-\#($0)","token":"\#(token)","payload":{}}"#) })
@@ -162,6 +166,11 @@ struct UncommittedSpanTests {
         // ...while the held record still waits: nothing of partition 0 is committed yet.
         #expect(runner.pipeline.notificationsAwaitingAPNs == 1)
         #expect((committed()[0] ?? 0) == 0)
+        // The one pause is the bound's, of partition 0 (after half the grace): it came before
+        // the in-flight limit, which the held outputs filled, paused every partition (after the
+        // whole grace).
+        #expect(runner.pipeline.fetchPauseCount - pausesAtTheStart <= 1,
+                "\(runner.pipeline.fetchPauseCount - pausesAtTheStart) pauses, the bound's included")
 
         // The held notification expires: partition 0 resumes and drains, every result once.
         let total = 3 * perPartition + 1
@@ -250,6 +259,7 @@ struct UncommittedSpanTests {
                                                     groupID: "e2e-span-limit", topic: environment.requestTopic, partitions: 2)) ?? [:]
         }
         #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.inFlightCount == 1 + maxInFlight / 2 })
+        let pausesAtTheStart = runner.pipeline.fetchPauseCount  // one while transactions were initialised, if any
 
         // APNs slows down while partition 1 gets records: the limit is reached and held past the
         // grace, and every partition pauses.
@@ -264,6 +274,11 @@ struct UncommittedSpanTests {
                 "partition 1 committed to \(committed()[1] ?? -1) of \(later)")
         #expect(runner.pipeline.spanPausedPartitionCount == 0)
         #expect(runner.pipeline.notificationsAwaitingAPNs == 1)
+        // While the work fills the limit, the held outputs do not resume fetching only for the
+        // limit to pause it again a grace later: paused once for the slow answers (a second
+        // time at most, for the 20 records that follow).
+        let pauses = runner.pipeline.fetchPauseCount - pausesAtTheStart
+        #expect(pauses >= 1 && pauses <= 2, "every partition paused \(pauses) times")
     }
 
     /// Each of the requests `ids` has one result, and it says what becomes of a notification
