@@ -136,7 +136,7 @@ extension BridgePipeline {
         })
         registry.register(MetricsCollector(
             name: "apns_bridge_fetch_pauses_total", type: .counter,
-            help: "Times fetching paused: limits.max_in_flight reached, no APNs endpoint reachable, or a partition holding 10 x max_in_flight records behind an unfinished one."
+            help: "Times fetching paused: limits.max_in_flight reached, no APNs endpoint reachable, until exactly-once transactions are initialised, or partitions holding records behind unfinished ones (10 x max_in_flight; exactly once, outputs weighing half of it)."
         ) { [weak self] in
             self.map { [MetricSample(value: Double($0.fetchPauseCount))] } ?? []
         })

@@ -162,7 +162,10 @@ public final class BridgePipeline: Sendable {
         stopRequested.store(true, ordering: .releasing)
     }
 
-    /// How many times fetching was paused because `limits.max_in_flight` was reached.
+    /// How many times fetching was paused (`apns_bridge_fetch_pauses_total`): at
+    /// `limits.max_in_flight`, while no APNs endpoint can be reached, exactly once until the
+    /// producer's transactions are initialised, or partitions paused for the records held behind
+    /// unfinished ones.
     public var fetchPauseCount: Int {
         fetchPauses.load(ordering: .relaxed)
     }
