@@ -22,6 +22,10 @@ public struct DemoReport: Sendable {
     public var pipelineExitCode: Int32 = -1
     /// How often the bridge paused fetching for backpressure.
     public var fetchPauses = 0
+    /// Of ``fetchPauses``, those counted before the first result was seen: exactly once, the
+    /// hold until the producer's transactions are initialised counts as one when the group
+    /// assigned partitions first.
+    public var fetchPausesBeforeFirstResult = 0
     /// The most notifications and outputs the bridge held in flight at once.
     public var peakInFlight = 0
     /// Wall time from the first request to the last result, in seconds.
@@ -114,9 +118,13 @@ public enum DemoRunner {
                 let due = schedule.due(atSeconds: elapsed)
                 if !due.isEmpty { try environment.produceRequests(due) }
             }
+            let resultsBefore = report.results
+            // Read before the results that follow it: pauses counted later come after the first result.
+            let pausesSoFar = bridge.pipeline.fetchPauseCount
             for message in try observer.poll(maxMessages: 1000, timeoutMilliseconds: 50) {
                 record(message, environment: environment, report: &report, seen: &seen)
             }
+            if resultsBefore == 0, report.results > 0 { report.fetchPausesBeforeFirstResult = pausesSoFar }
             let finished = report.results >= workload.expectedResults && report.deadLetters >= workload.expectedDeadLetters
                 && report.invalidTokens >= workload.expectedInvalidTokens
             if elapsed - lastProgress >= interval || finished {

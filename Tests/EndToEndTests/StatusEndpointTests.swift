@@ -87,7 +87,8 @@ struct StatusEndpointTests {
         #expect(await eventually(timeout: .seconds(30)) { bridge.get("/readyz")?.status == 200 })
         #expect(bridge.get("/readyz")?.body == "ready\n")
         #expect(bridge.samples("apns_bridge_ready") == ["": 1])
-        #expect(bridge.samples("apns_bridge_partitions_assigned") == ["": 2])
+        // Ready once the group answered; the partitions are counted a moment later, in the same callback.
+        #expect(await eventually(timeout: .seconds(1)) { bridge.samples("apns_bridge_partitions_assigned") == ["": 2] })
 
         bridge.pipeline.requestStop()
         let stopping = bridge.get("/readyz")
@@ -114,7 +115,7 @@ struct StatusEndpointTests {
 
         environment.kafka.setBrokerUp(1)
         #expect(await eventually(timeout: .seconds(40)) { bridge.get("/readyz")?.status == 200 })
-        #expect(bridge.samples("apns_bridge_partitions_assigned") == ["": 2])
+        #expect(await eventually(timeout: .seconds(1)) { bridge.samples("apns_bridge_partitions_assigned") == ["": 2] })
     }
 
     /// A loop stuck in a callback turns `/healthz` to 503 naming it; it recovers when the loop does.
@@ -334,10 +335,11 @@ struct StatusEndpointTests {
         defer { bridge.stop() }
 
         let expected = Dictionary(grouping: workload.expectedOutcomes.values, by: { $0 }).mapValues(\.count)
-        // Both counted per result, one after the other: waited for together.
+        // Counted per result, one after the other (an invalid token once its record is produced): waited for together.
         let finished = await eventually(timeout: .seconds(60)) {
             bridge.samples("apns_bridge_notifications_total").values.reduce(0, +) == Double(workload.expectedResults)
                 && bridge.samples("apns_bridge_end_to_end_latency_seconds_count")["{app=\"demo\"}"] == Double(workload.expectedResults)
+                && bridge.samples("apns_bridge_invalid_tokens_total").values.reduce(0, +) == Double(workload.expectedInvalidTokens)
         }
         #expect(finished)
         let notifications = bridge.samples("apns_bridge_notifications_total")
