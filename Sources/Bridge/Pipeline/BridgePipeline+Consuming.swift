@@ -357,8 +357,11 @@ extension BridgePipeline {
     /// would keep the work above half the limit and every partition paused for as long.
     private func drainableWorkAllowsResuming(limit: Int) -> Bool {
         guard committer != nil, workCountedByLimit < limit, fetchHold.withLock({ $0.isHeld }) else { return false }
+        // The work first: outputs committed between the two reads leave both, and then only
+        // delay the resume (read the other way round, they would bring it early).
+        let work = inFlight
         let held = partitions.withLock { map in map.values.reduce(0) { $0 + $1.blockedWeight } }
-        return inFlight - held <= limit / 2
+        return work - held <= limit / 2
     }
 
     private func pauseAssignedPartitions() {
