@@ -233,42 +233,19 @@ struct UncommittedSpanTests {
         defer { environment.close() }
         let maxInFlight = 10
         let token = String(repeating: "6e", count: 32)
-        let expiration = Int(Date().timeIntervalSince1970) + 40
-        let produce = { (partition: Int32, values: [String]) throws in
-            let producer = try KafkaProducer(
-                bootstrapServers: environment.kafka.bootstrapServers, properties: ["linger.ms": "5"],
-                logger: Logger(label: "test.producer"), deliveryHandler: { _, error in #expect(error == nil) })
-            for value in values {
-                try producer.produce(topic: environment.requestTopic, key: [UInt8]?.none, value: Array(value.utf8),
-                                     headers: [], tag: 0, partition: partition)
-            }
-            #expect(producer.flush(timeoutMilliseconds: 30_000))
-            producer.close()
-        }
-        // Partition 0: a request to the unreachable sandbox, then as many answered at once as
-        // the bound (half the limit) allows without pausing the partition.
-        try produce(0, [#"{"id":"held","token":"\#(token)","environment":"sandbox","expiration":\#(expiration),"payload":{}}"#]
-            + (0..<maxInFlight / 2).map { #"{"id":"p0-\#($0)","token":"\#(token)","payload":{}}"# })
-        let yaml = environment.configurationYAML(groupID: "e2e-span-limit", exactlyOnce: true,
-                                                 extra: "limits: {max_in_flight: \(maxInFlight)}")
-            .replacingOccurrences(of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)", with: "sandbox_url: https://127.0.0.1:1")
-            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 2s")
-        #expect(yaml.contains("sandbox_url: https://127.0.0.1:1") && yaml.contains("shutdown_timeout: 2s"))
-        let runner = try BackgroundPipeline(
-            configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]), backpressureGrace: .milliseconds(200))
+        let (runner, pausesAtTheStart) = try Self.startWithOutputsHeld(
+            environment, groupID: "e2e-span-limit", maxInFlight: maxInFlight, token: token)
         defer { runner.stop() }
         let committed = {
             (try? KafkaTopicReader.committedOffsets(bootstrapServers: environment.kafka.bootstrapServers,
                                                     groupID: "e2e-span-limit", topic: environment.requestTopic, partitions: 2)) ?? [:]
         }
-        #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.inFlightCount == 1 + maxInFlight / 2 })
-        let pausesAtTheStart = runner.pipeline.fetchPauseCount  // one while transactions were initialised, if any
 
         // APNs slows down while partition 1 gets records: the limit is reached and held past the
         // grace, and every partition pauses.
         try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(2)))
         let later = 2 * maxInFlight
-        try produce(1, (0..<later).map { #"{"id":"p1-\#($0)","token":"\#(token)","payload":{}}"# })
+        try Self.produce(Self.requests(later, prefix: "p1", token: token), to: 1, in: environment)
         #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.pausedPartitionCount == 2 })
         try environment.simulator.setFaults(APNsSimulatorFaults())
 
@@ -282,6 +259,73 @@ struct UncommittedSpanTests {
         // time at most, for the 20 records that follow).
         let pauses = runner.pipeline.fetchPauseCount - pausesAtTheStart
         #expect(pauses >= 1 && pauses <= 2, "every partition paused \(pauses) times")
+    }
+
+    /// Exactly once, a partition the in-flight limit holds paused, and that the bound pauses too
+    /// (the answers that come in meanwhile join the outputs held behind its unfinished record),
+    /// stopped fetching once: one pause counted. It stays paused for the bound once the limit
+    /// lets go.
+    @Test func exactlyOnceTheBoundPausingAPartitionTheLimitHoldsCountsNoSecondPause() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let maxInFlight = 10
+        let token = String(repeating: "6f", count: 32)
+        let (runner, pausesAtTheStart) = try Self.startWithOutputsHeld(
+            environment, groupID: "e2e-span-both", maxInFlight: maxInFlight, token: token)
+        defer { runner.stop() }
+
+        // APNs slows down while more records come: the limit pauses the partition...
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(2)))
+        try Self.produce(Self.requests(2 * maxInFlight, prefix: "b", token: token), to: 0, in: environment)
+        #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.pausedPartitionCount == 1 })
+        try environment.simulator.setFaults(APNsSimulatorFaults())
+        #expect(runner.pipeline.spanPausedPartitionCount == 0)
+
+        // ...the slow answers, held behind the unfinished record, take it over the bound, and
+        // once that pause has taken them out of the limit's work, the limit lets go.
+        #expect(waitFor(timeout: .seconds(15)) { runner.pipeline.spanPausedPartitionCount == 1 })
+        #expect(waitFor(timeout: .seconds(15)) { runner.pipeline.pausedPartitionCount == 0 })
+        #expect(runner.pipeline.spanPausedPartitionCount == 1)
+        #expect(runner.pipeline.fetchPauseCount - pausesAtTheStart == 1)
+    }
+
+    /// `count` requests for production, answered at once, with ids `<prefix>-<index>`.
+    static func requests(_ count: Int, prefix: String, token: String) -> [String] {
+        (0..<count).map { #"{"id":"\#(prefix)-\#($0)","token":"\#(token)","payload":{}}"# }
+    }
+
+    /// Produces `values` to one partition of the request topic.
+    static func produce(_ values: [String], to partition: Int32, in environment: LocalEnvironment) throws {
+        let producer = try KafkaProducer(
+            bootstrapServers: environment.kafka.bootstrapServers, properties: ["linger.ms": "5"],
+            logger: Logger(label: "test.producer"), deliveryHandler: { _, error in #expect(error == nil) })
+        for value in values {
+            try producer.produce(topic: environment.requestTopic, key: [UInt8]?.none, value: Array(value.utf8),
+                                 headers: [], tag: 0, partition: partition)
+        }
+        #expect(producer.flush(timeoutMilliseconds: 30_000))
+        producer.close()
+    }
+
+    /// Exactly once, with `max_in_flight` and a backpressure grace of 200 ms, a bridge whose
+    /// partition 0 starts with a request to the unreachable sandbox (port 1), which waits for a
+    /// connection until its expiration 40 s away, then as many answered at once as the bound
+    /// (half the limit) allows without pausing the partition. Returned once it holds them all,
+    /// with the fetch pauses counted by then (one while transactions were initialised, if any).
+    static func startWithOutputsHeld(_ environment: LocalEnvironment, groupID: String, maxInFlight: Int,
+                                     token: String) throws -> (BackgroundPipeline, pausesAtTheStart: Int) {
+        let expiration = Int(Date().timeIntervalSince1970) + 40
+        try produce([#"{"id":"held","token":"\#(token)","environment":"sandbox","expiration":\#(expiration),"payload":{}}"#]
+                    + requests(maxInFlight / 2, prefix: "p0", token: token), to: 0, in: environment)
+        let yaml = environment.configurationYAML(groupID: groupID, exactlyOnce: true,
+                                                 extra: "limits: {max_in_flight: \(maxInFlight)}")
+            .replacingOccurrences(of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)", with: "sandbox_url: https://127.0.0.1:1")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 2s")
+        #expect(yaml.contains("sandbox_url: https://127.0.0.1:1") && yaml.contains("shutdown_timeout: 2s"))
+        let runner = try BackgroundPipeline(
+            configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]), backpressureGrace: .milliseconds(200))
+        #expect(waitFor(timeout: .seconds(10)) { runner.pipeline.inFlightCount == 1 + maxInFlight / 2 })
+        return (runner, runner.pipeline.fetchPauseCount)
     }
 
     /// Each of the requests `ids` has one result, and it says what becomes of a notification

@@ -76,7 +76,10 @@ extension BridgePipeline {
             held.formUnion(list)
             spanPausedCount.store(held.count, ordering: .relaxed)
         }
-        fetchPauses.add(1, ordering: .relaxed)
+        // Partitions the in-flight limit already holds were not fetching: no new pause to count.
+        if fetchHold.withLock({ hold in list.contains { !hold.partitions.contains($0) } }) {
+            fetchPauses.add(1, ordering: .relaxed)
+        }
         for (topicPartition, span) in over {
             logger.warning("partition paused: its records wait behind one not finished (is an app's APNs endpoint unreachable?)",
                            metadata: ["kafka.partition": "\(topicPartition)", measure: "\(span)"])
