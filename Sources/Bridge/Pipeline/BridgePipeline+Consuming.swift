@@ -37,11 +37,7 @@ extension BridgePipeline {
             let now = Timestamp.monotonicNanoseconds()
             lastConsumerIteration.store(now, ordering: .relaxed)
             applyBackpressure()
-            // Every 10 ms at most: a lock per partition; the bound is passed by 10 ms of records at most.
-            if now &- lastSpanCheck >= 10_000_000 {
-                lastSpanCheck = now
-                boundUncommittedSpans()
-            }
+            boundUncommittedSpans(ifDueAt: now, lastCheck: &lastSpanCheck)
             let limit = configuration.limits.maxInFlight
             let room = max(0, limit - workCountedByLimit)
             // Poll for more only when everything polled so far was admitted; otherwise poll one
@@ -105,7 +101,7 @@ extension BridgePipeline {
     }
 
     /// At least once, always; exactly once, whether the committer initialised its transactions.
-    private var transactionsReady: Bool { committer?.isReady ?? true }
+    var transactionsReady: Bool { committer?.isReady ?? true }
 
     /// Processes one record, lets `waiting` learn the work it caused (for sizing polls) and
     /// records the peak of in-flight work.
@@ -290,108 +286,6 @@ extension BridgePipeline {
                 expected: peak, desired: now, ordering: .relaxed)
             if exchanged { break }
             peak = original
-        }
-    }
-
-    /// Keeps in-flight work (``workCountedByLimit``) under `limits.max_in_flight`. At the limit the consumer first stops
-    /// taking records (they wait in librdkafka's bounded prefetch queue) for up to the grace
-    /// period; if the work has not drained by then, it pauses every assigned partition and keeps
-    /// polling, so the group never sees this member exceed `max.poll.interval.ms`. Paused
-    /// partitions resume once half of the limit has drained (exactly once, also once the work
-    /// that can drain is down to half of it: outputs held behind an unfinished record may never).
-    ///
-    /// While no APNs endpoint can be reached, every assigned partition is paused at once: the
-    /// backlog stays in Kafka, not in memory, until a connection opens again.
-    func applyBackpressure() {
-        let limit = configuration.limits.maxInFlight
-        if !transactionsReady {
-            // Nothing is admitted before transactions are initialised: fetching waits too.
-            pauseAssignedPartitions()
-            return
-        }
-        if dispatcher.everyEndpointUnreachable {
-            if !pausedWhileUnreachable.exchange(true, ordering: .relaxed) {
-                logger.warning("APNs unreachable: fetching paused until a connection opens", metadata: [
-                    "bridge.apns_in_flight": "\(dispatcher.inFlight)",
-                ])
-            }
-            pauseAssignedPartitions()
-            return
-        }
-        if pausedWhileUnreachable.exchange(false, ordering: .relaxed) {
-            logger.info("APNs reachable again: fetching resumes once in-flight work is under half of the limit",
-                        metadata: ["bridge.in_flight": "\(inFlight)"])
-        }
-        if workCountedByLimit >= limit, !fetchHold.withLock({ $0.isHeld }) {
-            logger.trace("waiting for capacity", metadata: [
-                "bridge.apns_in_flight": "\(dispatcher.inFlight)", "bridge.kafka_unacknowledged": "\(publisher.pendingCount)",
-            ])
-            let exactlyOnce = committer != nil
-            var lastSpanCheck: UInt64 = 0
-            let outcome = BackpressureWait(limit: limit, graceNanoseconds: backpressureGraceNanoseconds).wait(
-                now: { Timestamp.monotonicNanoseconds() },
-                inFlight: {
-                    // Exactly once, outputs held behind a stuck record fill the limit: the bound
-                    // pausing that partition alone (after half the grace) makes room before every
-                    // partition is paused. Every 10 ms, as in the loop.
-                    let now = Timestamp.monotonicNanoseconds()
-                    if exactlyOnce, now &- lastSpanCheck >= 10_000_000 {
-                        lastSpanCheck = now
-                        boundUncommittedSpans()
-                    }
-                    return workCountedByLimit
-                },
-                shouldStop: { isStopRequested || fatalReason != nil }, sleep: { usleep(500) }
-            )
-            if outcome == .pause {
-                pauseAssignedPartitions()
-            }
-        } else if workCountedByLimit <= limit / 2 || drainableWorkAllowsResuming(limit: limit) {
-            resumePausedPartitions()
-        }
-    }
-
-    /// Exactly once, while fetching is paused and the work is under the limit: whether the work
-    /// that can drain is down to half the limit. Outputs held behind an unfinished record leave
-    /// only when it finishes, which may be never; left under the uncommitted-span bound, they
-    /// would keep the work above half the limit and every partition paused for as long.
-    private func drainableWorkAllowsResuming(limit: Int) -> Bool {
-        guard committer != nil, workCountedByLimit < limit, fetchHold.withLock({ $0.isHeld }) else { return false }
-        // The work first: outputs committed between the two reads leave both, and then only
-        // delay the resume (read the other way round, they would bring it early).
-        let work = inFlight
-        let held = partitions.withLock { map in map.values.reduce(0) { $0 + $1.blockedWeight } }
-        return work - held <= limit / 2
-    }
-
-    private func pauseAssignedPartitions() {
-        fetchHold.withLock { hold in
-            guard !hold.isHeld, let assignment = try? consumer.assignment() else { return }
-            do {
-                // Held with no partition assigned too: those assigned later join the pause.
-                try consumer.pause(assignment)
-                hold = FetchHold(isHeld: true, partitions: assignment)
-                guard !assignment.isEmpty else { return }
-                fetchPauses.add(1, ordering: .relaxed)
-                logger.debug("paused fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
-            } catch {
-                logger.warning("pausing partitions failed", metadata: ["error": "\(error)"])
-            }
-        }
-    }
-
-    private func resumePausedPartitions() {
-        let spanPaused = spanPausedSnapshot
-        fetchHold.withLock { hold in
-            guard hold.isHeld else { return }
-            do {
-                // Those also over the uncommitted-span bound stay paused until it lets them go.
-                try consumer.resume(hold.partitions.filter { !spanPaused.contains($0) })
-                hold = FetchHold()
-                logger.debug("resumed fetching", metadata: ["bridge.in_flight": "\(inFlight)"])
-            } catch {
-                logger.warning("resuming partitions failed", metadata: ["error": "\(error)"])
-            }
         }
     }
 

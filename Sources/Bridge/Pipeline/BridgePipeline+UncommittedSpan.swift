@@ -7,7 +7,19 @@ extension BridgePipeline {
     /// committable, as a multiple of `limits.max_in_flight` (200,000 by default). At least once.
     public static let uncommittedSpanFactor = 10
 
-    /// Consumer thread, every loop iteration: bounds what the assigned partitions together hold
+    /// How often ``boundUncommittedSpans()`` runs at most: it takes a lock per partition, and
+    /// the bound is passed by 10 ms of records at most.
+    static let spanCheckIntervalNanoseconds: UInt64 = 10_000_000
+
+    /// Runs ``boundUncommittedSpans()`` when ``spanCheckIntervalNanoseconds`` have passed since
+    /// `lastCheck`, and then sets `lastCheck` to `now`.
+    func boundUncommittedSpans(ifDueAt now: UInt64, lastCheck: inout UInt64) {
+        guard now &- lastCheck >= Self.spanCheckIntervalNanoseconds else { return }
+        lastCheck = now
+        boundUncommittedSpans()
+    }
+
+    /// Consumer thread, at most every ``spanCheckIntervalNanoseconds``: bounds what the assigned partitions together hold
     /// behind records that are not finished.
     ///
     /// Offsets are committed in order, so one notification that cannot finish (its app's APNs

@@ -294,12 +294,3 @@ final class PipelineReference: @unchecked Sendable {
         isSet.store(true, ordering: .releasing)
     }
 }
-
-/// Fetching held back by the pipeline's backpressure (`limits.max_in_flight`, APNs unreachable,
-/// transactions not initialised yet): whether it is, and the partitions it paused. It stays held
-/// until it is let go, however the assignment changes meanwhile: partitions assigned while it is
-/// held join the pause, also when every partition it paused has left (lost with the group).
-struct FetchHold {
-    var isHeld = false
-    var partitions: [KafkaTopicPartition] = []
-}
