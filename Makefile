@@ -25,20 +25,21 @@ release: setup
 
 ## Runs the whole test suite (unit and end-to-end) against the real libraries on loopback, then
 ## the same suite again built with AddressSanitizer (+ LeakSanitizer): memory safety is a standing
-## check. One test at a time: many tests run servers, event loops and Kafka clients of their own,
-## and on a 2-core machine parallel tests starve each other's threads.
-## Measured on the 2-core development machine from fresh clones (`bash .ci/run`): about 26
-## minutes on 2026-11-30 (360 tests), 28.5 on 2026-12-05 (473 tests: the suite about 12.8 min),
-## 30.1 on 2026-12-06 (546 tests on a slower machine: the suite 15.4 min, the sanitizer pass 6.7,
-## of which the delivery-guarantee scenarios 1.3, since left out of it), 29.2 on 2026-12-07 (609
-## tests: the suite 15.9 min, the sanitizer pass 6.5, of which the stop scenarios 0.6, since left
-## out of it), 34.4 on a slow machine of the kind on 2026-12-07 (615 tests: the suite 16.7 min,
-## the sanitizer pass 7.2, of which the exactly-once committer and start scenarios 1.0, since left
-## out of it); the CI machine took 26-29 minutes. The AddressSanitizer pass leaves out what it
-## adds least to (below), and fuzz-ci runs 15 s per target, to keep the whole run under 30 minutes.
+## check. scripts/test-suites runs TEST_JOBS test processes at a time, each one suite or a group
+## of small suites with its tests one after the other: the suites spend most of their time
+## waiting on Kafka's group and session timers, expirations and stop deadlines (one process at a
+## time kept the 2-core machine about 7 % busy: 146 s of CPU in 1,113 s), and a process of their
+## own keeps what a test measures of its process its own. TEST_FIRST names the longest suites,
+## started first and alone so that none starts last. `make test TEST_JOBS=1` runs one at a time.
+## Measured on the 2-core development machine from fresh clones (`bash .ci/run`): one process at
+## a time, 26 minutes on 2026-11-30 (360 tests) growing to 34-37 on 2026-12-07 (628 tests: the
+## suite 17.8 min, the sanitizer pass 6.4); three at a time, the suite 6.2 min and the sanitizer
+## pass (below) ... min, the whole run ... min. fuzz-ci runs 15 s per target.
+TEST_JOBS ?= 3
+TEST_FIRST = KafkaFaultTests|UncommittedSpanTests|ExactlyOnceProcessTests|StatusEndpointTests|DeliveryGuaranteeTests|PipelineEndToEndTests|RebalanceWhilePausedTests|BenchCommandTests|TransactionCommitterTests|BenchTargetsCommandTests|KafkaConsumerTests|ShutdownTests|CrashRecoveryTests|KafkaRebalanceTests|APNsRetryEndToEndTests|APNsSimulatorFaultTests|APNsClientFaultTests|CommandLineTests|LogSecrecyTests|KafkaProducerTests|ExactlyOnceStartTests|DemoCommandTests|UnreachableAPNsTests|APNsClientHostilePeerTests|HostResolverTests
 test: setup lint
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --no-parallel
+	scripts/test-suites $(TEST_JOBS) "$(TEST_FIRST)" ""
 	$(MAKE) asan ASAN_SKIP="$(ASAN_CI_SKIP)"
 	$(MAKE) fuzz-ci
 	$(MAKE) soak-ci
@@ -64,8 +65,8 @@ ASAN_SKIP ?=
 ## The suite under AddressSanitizer and LeakSanitizer (its own build directory).
 asan: setup
 	$(SWIFT) build --build-tests --sanitize address --build-path $(ASAN_BUILD)
-	$(SANITIZER_ENV) $(SWIFT) test --skip-build --sanitize address --build-path $(ASAN_BUILD) --no-parallel \
-		$(if $(ASAN_SKIP),--skip "$(ASAN_SKIP)")
+	$(SANITIZER_ENV) scripts/test-suites $(TEST_JOBS) "$(TEST_FIRST)" "$(ASAN_SKIP)" \
+		--sanitize address --build-path $(ASAN_BUILD)
 
 ## The suite under ThreadSanitizer (its own build directory). Not part of `make test`: see the
 ## figures above; run it after touching threads, locks or event loops.
