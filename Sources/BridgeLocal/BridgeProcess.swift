@@ -25,7 +25,7 @@ public final class BridgeProcess: @unchecked Sendable {
     public init(executable: String, yaml: String, instanceID: String, wrapper: [String] = []) throws {
         directory = try LocalFiles.makeTemporaryDirectory(prefix: "apns-bridge-instance")
         do {
-            statusPort = try Self.freePort()
+            statusPort = try LoopbackPort.unused()
             let configFile = directory + "/bridge.yaml"
             let configured = yaml.replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(statusPort)")
             try configured.write(toFile: configFile, atomically: true, encoding: .utf8)
@@ -79,24 +79,6 @@ public final class BridgeProcess: @unchecked Sendable {
     /// The last lines the instance logged (for a failure report).
     public var logTail: String {
         log.split(separator: "\n").suffix(5).joined(separator: "\n")
-    }
-
-    /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
-    static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw ChildProcess.SpawnError(description: "socket: \(String(cString: strerror(errno)))") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(socket, socketAddress, length) == 0 && getsockname(socket, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw ChildProcess.SpawnError(description: "no free port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// The body of `GET path` on 127.0.0.1:`port` (HTTP/1.0, blocking, 2 s timeout), nil on failure.

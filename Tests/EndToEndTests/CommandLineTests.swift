@@ -99,7 +99,7 @@ struct CommandLineTests {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
         for (round, signalNumber) in [SIGTERM, SIGINT, SIGTERM].enumerated() {
-            let port = HTTPTestClient.freePort()
+            let port = try LoopbackPort.unused()
             let yaml = environment.configurationYAML(groupID: "early-signal-\(round)")
                 .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)")
             let bridge = try BridgeRunProcess(yaml: yaml)

@@ -34,7 +34,7 @@ struct DockerScriptsTests {
     @Test func theHealthCheckPassesWhileTheBridgeRunsAndFailsOnceItStopped() throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
-        let port = HTTPTestClient.freePort()
+        let port = try LoopbackPort.unused()
         let config = try TemporaryFile(contents: environment.configurationYAML(groupID: "healthcheck")
             .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)"))
         let bridge = try CapturedProcess(BridgeBinary.url, ["run", "--config", config.path])

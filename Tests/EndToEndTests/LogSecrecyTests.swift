@@ -40,7 +40,7 @@ struct LogSecrecyTests {
         try encryptedKey.write(toFile: clientKeyFile, atomically: false, encoding: .utf8)
         chmod(clientKeyFile, 0o600)
         try client.certificatePEM.write(toFile: scratch.file("legacy.pem"), atomically: false, encoding: .utf8)
-        let statusPort = HTTPTestClient.freePort()
+        let statusPort = try LoopbackPort.unused()
         let config = try TemporaryFile(contents: """
         kafka:
           brokers: \(environment.kafka.bootstrapServers)

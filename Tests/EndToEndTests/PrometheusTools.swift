@@ -1,3 +1,4 @@
+import BridgeLocal
 import Foundation
 import TestSupport
 
@@ -68,7 +69,7 @@ final class PrometheusServer {
               - targets: ["\(target)"]
         """
         try configuration.write(toFile: directory.file("prometheus.yml"), atomically: true, encoding: .utf8)
-        port = HTTPTestClient.freePort()
+        port = try LoopbackPort.unused()
         process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = [

@@ -406,7 +406,7 @@ struct StatusEndpointTests {
     @Test func theBinaryServesTheStatusEndpointsOnHttpListen() async throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
-        let port = HTTPTestClient.freePort()
+        let port = try LoopbackPort.unused()
         let yaml = environment.configurationYAML(groupID: "status-binary")
             .replacingOccurrences(of: "listen: 127.0.0.1:0", with: "listen: 127.0.0.1:\(port)")
         let configFile = try TemporaryFile(contents: yaml)

@@ -17,6 +17,9 @@ struct UnreachableAPNsTests {
         let bridgeConfiguration = try environment.configuration(
             groupID: "e2e-unreachable", connections: 1, extra: "limits: {max_in_flight: 1000}")
         environment.simulator.close()  // APNs is unreachable from the start
+        // Held until the new simulator takes it over: no other process's server may take the port.
+        let reservation = try PortReservation(port: address)
+        defer { reservation.release() }
         let count = 200
         let runner = try BackgroundPipeline(configuration: bridgeConfiguration)
         defer { runner.stop() }

@@ -11,7 +11,9 @@ public final class PortReservation {
     public let port: Int
     private let descriptor: Int32
 
-    public init() throws {
+    /// Reserves `port`, or an ephemeral port when 0: a stopped server's port can be held until a
+    /// new server takes it over.
+    public init(port: Int = 0) throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
         var one: Int32 = 1
@@ -19,7 +21,7 @@ public final class PortReservation {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
