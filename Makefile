@@ -33,8 +33,8 @@ release: setup
 ## started first and alone so that none starts last. `make test TEST_JOBS=1` runs one at a time.
 ## Measured on the 2-core development machine from fresh clones (`bash .ci/run`): one process at
 ## a time, 26 minutes on 2026-11-30 (360 tests) growing to 34-37 on 2026-12-07 (628 tests: the
-## suite 17.8 min, the sanitizer pass 6.4); three at a time, the suite 6.0 min and the sanitizer
-## pass (below) 2.6. fuzz-ci runs 15 s per target.
+## suite 17.8 min, the sanitizer pass 6.4); three at a time, 21.5 minutes on 2026-12-07 (the
+## suite 5.9 min, the sanitizer pass 2.6, the two builds 8). fuzz-ci runs 15 s per target.
 TEST_JOBS ?= 3
 TEST_FIRST = KafkaFaultTests|UncommittedSpanTests|ExactlyOnceProcessTests|StatusEndpointTests|DeliveryGuaranteeTests|PipelineEndToEndTests|RebalanceWhilePausedTests|BenchCommandTests|TransactionCommitterTests|BenchTargetsCommandTests|KafkaConsumerTests|ShutdownTests|CrashRecoveryTests|KafkaRebalanceTests|APNsRetryEndToEndTests|APNsSimulatorFaultTests|APNsClientFaultTests|CommandLineTests|LogSecrecyTests|KafkaProducerTests|ExactlyOnceStartTests|DemoCommandTests|UnreachableAPNsTests|APNsClientHostilePeerTests|HostResolverTests
 test: setup lint
