@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import HTTP2
 
 /// A TCP port on 127.0.0.1 for a child process to listen on, chosen where the kernel never hands
 /// out ports by itself: below the ephemeral range (`net.ipv4.ip_local_port_range`, 32768–60999 by
@@ -24,7 +25,7 @@ public enum LoopbackPort {
             }
         }
         guard let port = bindable(0) else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EADDRINUSE)
+            throw POSIXError(.EADDRINUSE)
         }
         return port
     }
@@ -38,19 +39,9 @@ public enum LoopbackPort {
     /// Binds 127.0.0.1:`port` (0: any) without SO_REUSEADDR and releases it: the port bound, or
     /// nil when it is taken.
     static func bindable(_ port: Int) -> Int? {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
+        guard let address = try? SocketAddress.resolve(host: "127.0.0.1", port: port, passive: true).first,
+              let descriptor = try? address.bound(reusingAddress: false) else { return nil }
         defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
-            }
-        }
-        return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
+        return SocketAddress.localPort(of: descriptor)
     }
 }

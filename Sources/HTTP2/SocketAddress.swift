@@ -84,15 +84,28 @@ package struct SocketAddress: Sendable {
 
     /// Binds a listening socket (SO_REUSEADDR) with the given backlog.
     package func listen(backlog: Int32) throws -> Int32 {
+        let fd = try bound(reusingAddress: true)
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let error = HTTP2Error.system("listen")
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// A socket bound to this address, not listening: with SO_REUSEADDR when `reusingAddress`.
+    package func bound(reusingAddress: Bool) throws -> Int32 {
         let fd = try makeSocket()
-        var one: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if reusingAddress {
+            var one: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
         var storage = self.storage
-        let bound = withUnsafePointer(to: &storage) {
+        let result = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
         }
-        guard bound == 0, Glibc.listen(fd, backlog) == 0 else {
-            let error = HTTP2Error.system(bound == 0 ? "listen" : "bind")
+        guard result == 0 else {
+            let error = HTTP2Error.system("bind")
             close(fd)
             throw error
         }
