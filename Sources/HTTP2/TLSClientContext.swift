@@ -59,15 +59,8 @@ public final class TLSClientContext: @unchecked Sendable {
     /// Builds the context.
     /// - Throws: ``HTTP2Error`` with code `.tlsConfiguration` if a file cannot be loaded.
     public init(_ configuration: TLSClientConfiguration) throws {
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "SSL_CTX_new failed")
-        }
+        let context = try TLSCredentials.newContext(TLS_client_method())
         self.context = context
-        TLSCredentials.refusePassphrasePrompts(context)
-        _ = apns_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
-        _ = apns_ssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
-        _ = apns_ssl_ctx_set_read_ahead(context, 1)
-        apns_ssl_ctx_disable_renegotiation(context)  // RFC 9113 §9.2.1
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         guard SSL_CTX_set_default_verify_paths(context) == 1 else {
             throw HTTP2Error.openSSL(.tlsConfiguration, "cannot load the system trust store")

@@ -6,13 +6,29 @@ import COpenSSL
 /// Loading certificates and private keys into an `SSL_CTX`, shared by the client and server
 /// contexts. Cold path (context creation only).
 package enum TLSCredentials {
+    /// A new `SSL_CTX` of `method` with the settings both ends share: TLS 1.2 at least, partial
+    /// writes from a buffer that may move between retries (the connection's output), read-ahead,
+    /// no renegotiation (RFC 9113 §9.2.1) and no passphrase prompt on the terminal.
+    /// - Throws: ``HTTP2Error`` (`.tlsConfiguration`) when OpenSSL cannot make the context.
+    static func newContext(_ method: OpaquePointer?) throws -> OpaquePointer {
+        guard let context = SSL_CTX_new(method) else {
+            throw HTTP2Error.openSSL(.tlsConfiguration, "SSL_CTX_new failed")
+        }
+        refusePassphrasePrompts(context)
+        _ = apns_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
+        _ = apns_ssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+        _ = apns_ssl_ctx_set_read_ahead(context, 1)
+        apns_ssl_ctx_disable_renegotiation(context)
+        return context
+    }
+
     /// Makes ``tlsRefusingPassphraseCallback`` `context`'s default password callback. OpenSSL's
     /// loaders that take no callback of their own (`SSL_CTX_use_certificate_chain_file`) use it,
     /// and without one they would ask for a passphrase on the terminal and wait there; with it an
     /// encrypted PEM block fails to load. Private keys are read with a callback of their own
     /// (``usePEM(context:certificateFile:privateKeyFile:passphrase:)``), which is how a
     /// configured passphrase is supplied.
-    static func refusePassphrasePrompts(_ context: OpaquePointer) {
+    private static func refusePassphrasePrompts(_ context: OpaquePointer) {
         SSL_CTX_set_default_passwd_cb(context, tlsRefusingPassphraseCallback)
         SSL_CTX_set_default_passwd_cb_userdata(context, nil)
     }

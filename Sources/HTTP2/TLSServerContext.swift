@@ -13,15 +13,8 @@ public final class TLSServerContext: @unchecked Sendable {
     ///   of these CAs.
     /// - Throws: ``HTTP2Error`` with code `.tlsConfiguration` if a file cannot be loaded.
     public init(certificateFile: String, privateKeyFile: String, clientCAFile: String? = nil) throws {
-        guard let context = SSL_CTX_new(TLS_server_method()) else {
-            throw HTTP2Error.openSSL(.tlsConfiguration, "SSL_CTX_new failed")
-        }
+        let context = try TLSCredentials.newContext(TLS_server_method())
         self.context = context
-        TLSCredentials.refusePassphrasePrompts(context)
-        _ = apns_ssl_ctx_set_min_proto_version(context, TLS1_2_VERSION)
-        _ = apns_ssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
-        _ = apns_ssl_ctx_set_read_ahead(context, 1)
-        apns_ssl_ctx_disable_renegotiation(context)  // RFC 9113 §9.2.1
         try TLSCredentials.usePEM(context: context, certificateFile: certificateFile,
                                   privateKeyFile: privateKeyFile, passphrase: nil)
         SSL_CTX_set_alpn_select_cb(context, tlsSelectALPN, nil)
