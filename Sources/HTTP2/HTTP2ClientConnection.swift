@@ -126,9 +126,20 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     private var expiredScratch: [Int32] = []
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, clamped to `maxStreamsPerConnection`.
     var peerMaxConcurrentStreams = 100
-    /// When the last frame arrived (monotonic nanoseconds): any frame proves the peer alive. No
-    /// runtime exclusivity check (one per frame): loop thread only, and only ever stored or read.
-    @exclusivity(unchecked) public internal(set) var lastFrameReceivedNanoseconds: UInt64 = 0
+    /// When the last frame arrived (`CLOCK_MONOTONIC_COARSE` nanoseconds; 0: none yet): any frame
+    /// proves the peer alive. No runtime exclusivity check (one per frame): loop thread only, and
+    /// only ever stored or read.
+    @exclusivity(unchecked) var lastFrameReceivedNanoseconds: UInt64 = 0
+
+    /// How long ago the last frame arrived, or nil before the first. An age, not a time: the
+    /// connection stamps frames on a clock of its own (a cheap coarse one, read per frame), and a
+    /// caller timing on another clock (the pool's injected one) subtracts it from its own now.
+    public func nanosecondsSinceLastFrame() -> UInt64? {
+        let stamp = lastFrameReceivedNanoseconds
+        guard stamp > 0 else { return nil }
+        let now = coarseMonotonicNanoseconds()
+        return now > stamp ? now - stamp : 0
+    }
 
     /// Creates an idle connection; `start()` connects.
     ///

@@ -126,7 +126,8 @@ struct ClientEnvironment {
     func makeClient(
         port: Int, connections: Int, delegate: APNsClientDelegate,
         requestTimeoutNanoseconds: UInt64 = 10_000_000_000, maxAttempts: Int = 5,
-        pingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10)
+        pingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
+        clock: any APNsClock = APNsSystemClock()
     ) -> APNsClient {
         let configuration = APNsClientConfiguration(
             host: "127.0.0.1", port: port, connections: connections,
@@ -135,7 +136,8 @@ struct ClientEnvironment {
             pingInterval: pingInterval, pingTimeout: pingTimeout,
             maxAttempts: maxAttempts, initialBackoff: .milliseconds(10), maxBackoff: .milliseconds(100))
         return APNsClient(name: "test/sandbox", configuration: configuration, tls: tls, group: group,
-                          tokenProvider: tokenProvider, delegate: delegate, observer: delegate as? APNsClientObserver)
+                          tokenProvider: tokenProvider, delegate: delegate, observer: delegate as? APNsClientObserver,
+                          clock: clock)
     }
 
     /// A server on the test certificate that never answers, with its own loop.
@@ -201,7 +203,45 @@ private func peakActiveStreams(_ client: APNsClient) async -> Int {
     await onPoolLoop(client) { client.pool.members.map(\.peakActiveStreams).max() ?? 0 }
 }
 
+/// The system clocks with the monotonic reading's origin moved: the pool only ever compares its
+/// readings with each other, so any origin must do.
+private struct ShiftedOriginClock: APNsClock {
+    let shiftNanoseconds: Int64
+
+    func now() -> APNsInstant {
+        var instant = APNsSystemClock().now()
+        instant.nanoseconds &+= shiftNanoseconds
+        return instant
+    }
+}
+
 @Suite struct APNsClientTests {
+    /// Frames are stamped by the connection on a clock of its own; the pool dates them on its
+    /// injected clock by their age. Dated by the connection's stamp, an origin an hour behind
+    /// put every frame an hour ahead of the pool's now, and no idle PING went out for an hour.
+    @Test(.timeLimit(.minutes(1)))
+    func anIdleConnectionIsPingedWhateverThePoolClocksOrigin() async throws {
+        let environment = try ClientEnvironment()
+        defer { environment.tearDown() }
+        let simulator = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration())
+        try simulator.start()
+        defer { simulator.close() }
+        let recorder = DeliveryRecorder()
+        let client = environment.makeClient(
+            port: simulator.port, connections: 1, delegate: recorder, pingInterval: .milliseconds(300),
+            clock: ShiftedOriginClock(shiftNanoseconds: -3_600_000_000_000))
+        defer { client.shutdown() }
+        client.start()
+
+        client.send(batch(0..<5))
+        #expect(await eventually { recorder.callCount >= 5 })
+        expectDelivered(recorder, 0..<5)
+        // Quiet from here on: the PING follows ping_interval after the last answer.
+        let answered = simulator.statistics.pingsAnswered
+        #expect(await eventually(timeout: .seconds(10)) { simulator.statistics.pingsAnswered > answered })
+        #expect(client.hasReadyConnection)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func deliversFiveThousandOverTwoConnectionsExactlyOnce() async throws {
         let environment = try ClientEnvironment()

@@ -321,8 +321,8 @@ final class APNsConnectionPool: @unchecked Sendable {
         let now = clock.now()
         finishedScratch.append(contentsOf: delivery.tick(now: now))
         for member in members {
-            if let connection = member.connection {
-                member.machine.receivedTraffic(at: Int64(clamping: connection.lastFrameReceivedNanoseconds))
+            if let age = member.connection?.nanosecondsSinceLastFrame() {
+                member.machine.receivedTraffic(at: now.nanoseconds &- Int64(clamping: age))
             }
             perform(member.machine.tick(now: now.nanoseconds), on: member)
         }
