@@ -27,12 +27,11 @@ struct BackpressureWait {
     func wait(
         now: () -> UInt64, inFlight: () -> Int, shouldStop: () -> Bool, sleep: () -> Void
     ) -> Outcome {
-        let deadline = now() + graceNanoseconds
-        while true {
-            if inFlight() < limit { return .room }
-            if shouldStop() { return .stopped }
-            if now() >= deadline { return .pause }
-            sleep()
+        let wait = BoundedWait(timeoutNanoseconds: graceNanoseconds)
+        switch wait.wait(now: now, until: { inFlight() < limit }, shouldStop: shouldStop, sleep: sleep) {
+        case .done: return .room
+        case .timedOut: return .pause
+        case .stopped: return .stopped
         }
     }
 }
