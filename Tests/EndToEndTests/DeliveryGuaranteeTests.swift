@@ -176,6 +176,45 @@ struct DeliveryGuaranteeTests {
         #expect(second.stop() == 0)
     }
 
+    /// A member joining the group takes partitions whose notifications are still at APNs: the
+    /// revocation waits for them (up to `shutdown_timeout`), their offsets are committed as they
+    /// leave, and the new owner starts after them. Before, it read those records again and every
+    /// notification in flight at a rebalance went to its device twice.
+    @Test(arguments: [false, true])
+    func aRevokedPartitionsWorkInFlightFinishesBeforeItLeaves(exactlyOnce: Bool) throws {
+        let environment = try LocalEnvironment(partitions: 4)
+        defer { environment.close() }
+        let count = 40
+        try environment.produceRequests(Self.requests(count))
+        // Longer than the mock cluster takes to revoke (about 5 s after the second member starts),
+        // shorter than the revocation's wait (`shutdown_timeout`) and the streams' timeout.
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(12)))
+        let groupID = "e2e-handover-\(exactlyOnce)"
+        let yaml = environment.configurationYAML(groupID: groupID, exactlyOnce: exactlyOnce)
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 30s")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
+        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
+
+        let first = try BackgroundPipeline(configuration: configuration)
+        defer { first.stop() }
+        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
+
+        let second = try BackgroundPipeline(configuration: configuration)
+        defer { second.stop() }
+        #expect(waitFor(timeout: .seconds(90)) { second.pipeline.assignedPartitionCount == 2 })
+        // The partitions came over once their work was done and committed: the new owner had
+        // nothing to do again (before, it admitted their records again and sent them anew).
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: count, timeoutMilliseconds: 60_000, settleMilliseconds: 500)
+        #expect(results.count == count, "\(results.count) results for \(count) requests")
+        #expect(Set(Self.requestIDs(results)) == Set((0..<count).map { "g\($0)" }))
+        #expect(waitFor(timeout: .seconds(20)) { (try? environment.committedRequestCount(groupID: groupID)) == Int64(count) })
+        #expect(second.pipeline.peakInFlight == 0, "the new owner took \(second.pipeline.peakInFlight) notifications again")
+        #expect(first.stop() == 0)
+        #expect(second.stop() == 0)
+    }
+
     /// Also exactly once, where outputs leave memory only when their transaction commits: the
     /// in-flight work must drain through the committer, or admission stops for good at the limit,
     /// also when transactions fail and their batches are produced again (two aborts here).

@@ -44,6 +44,9 @@ public struct PartitionOutputSequencer<Output>: Sendable where Output: Sendable 
     /// Records tracked and not yet released.
     public var pendingCount: Int { entries.count - head }
 
+    /// Whether every record tracked is complete (its outputs may still wait for a transaction).
+    public var isEveryRecordComplete: Bool { firstIncomplete == entries.count }
+
     /// Registers a consumed record. Returns false (and ignores it) unless `offset` is above every
     /// offset tracked before: a record delivered again cannot take over another's entry.
     @discardableResult

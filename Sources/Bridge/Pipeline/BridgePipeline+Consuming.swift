@@ -223,6 +223,9 @@ extension BridgePipeline {
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
             let leaving = partitions.withLock { map in revoked.compactMap { map.removeValue(forKey: $0) } }
             assignmentGeneration.add(1, ordering: .relaxed)
+            if case .revoked = event {
+                drainLeavingWork(leaving)
+            }
             if let committer {
                 // Commit what they released, drop the rest: the new owner starts where this stops.
                 // Lost partitions commit nothing more: the group may have given them to another member.

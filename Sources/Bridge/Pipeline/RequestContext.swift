@@ -170,6 +170,15 @@ final class PartitionProgress: Sendable {
         state.withLock { isTransactional ? $0.sequencer.pendingCount : $0.tracker.pendingCount }
     }
 
+    /// Whether a record tracked here is not complete yet: a notification waiting for APNs, or an
+    /// output for Kafka's acknowledgement (at least once; exactly once, an output not buffered
+    /// yet). False once revoked.
+    var hasWorkInFlight: Bool {
+        state.withLock { state in
+            !state.isRevoked && (isTransactional ? !state.sequencer.isEveryRecordComplete : state.tracker.pendingCount > 0)
+        }
+    }
+
     /// Whether `revoke()` was called.
     var isRevoked: Bool {
         state.withLock { $0.isRevoked }
