@@ -140,6 +140,13 @@ struct ClientEnvironment {
                           clock: clock)
     }
 
+    /// A simulator on the test credentials, started.
+    func startSimulator() throws -> APNsSimulator {
+        let simulator = try APNsSimulator(configuration: credentials.simulatorConfiguration())
+        try simulator.start()
+        return simulator
+    }
+
     /// A server on the test certificate that never answers, with its own loop.
     func startSilentServer(maxConcurrentStreams: Int) throws -> SilentServer {
         try SilentServer(credentials: credentials, maxConcurrentStreams: maxConcurrentStreams)
@@ -223,8 +230,7 @@ private struct ShiftedOriginClock: APNsClock {
     func anIdleConnectionIsPingedWhateverThePoolClocksOrigin() async throws {
         let environment = try ClientEnvironment()
         defer { environment.tearDown() }
-        let simulator = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration())
-        try simulator.start()
+        let simulator = try environment.startSimulator()
         defer { simulator.close() }
         let recorder = DeliveryRecorder()
         let client = environment.makeClient(
@@ -246,8 +252,7 @@ private struct ShiftedOriginClock: APNsClock {
     func deliversFiveThousandOverTwoConnectionsExactlyOnce() async throws {
         let environment = try ClientEnvironment()
         defer { environment.tearDown() }
-        let simulator = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration())
-        try simulator.start()
+        let simulator = try environment.startSimulator()
         defer { simulator.close() }
         let recorder = DeliveryRecorder()
         let client = environment.makeClient(port: simulator.port, connections: 2, delegate: recorder)
@@ -493,8 +498,7 @@ struct APNsClientStreamIDTests {
     func aConnectionWithItsStreamIDsUsedUpIsReplaced() async throws {
         let environment = try ClientEnvironment()
         defer { environment.tearDown() }
-        let simulator = try APNsSimulator(configuration: environment.credentials.simulatorConfiguration())
-        try simulator.start()
+        let simulator = try environment.startSimulator()
         defer { simulator.close() }
         let recorder = DeliveryRecorder()
         let client = environment.makeClient(port: simulator.port, connections: 1, delegate: recorder)
