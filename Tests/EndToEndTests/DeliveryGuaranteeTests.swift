@@ -197,11 +197,26 @@ struct DeliveryGuaranteeTests {
 
         let first = try BackgroundPipeline(configuration: configuration)
         defer { first.stop() }
+        // The wait is the consumer's on purpose: `/healthz` must not call it stalled (the
+        // threshold here is well under the wait's 7 s or so).
+        let status = try BridgeStatusServer(pipeline: first.pipeline, host: "127.0.0.1", port: 0, stallThreshold: .seconds(2))
+        defer { status.close() }
         #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
 
         let second = try BackgroundPipeline(configuration: configuration)
         defer { second.stop() }
-        #expect(waitFor(timeout: .seconds(90)) { second.pipeline.assignedPartitionCount == 2 })
+        var unhealthy: [String] = []
+        var lastProbe = ContinuousClock.now
+        #expect(waitFor(timeout: .seconds(90)) {
+            if ContinuousClock.now - lastProbe >= .milliseconds(200) {
+                lastProbe = .now
+                if let answer = HTTPTestClient.get(port: status.port, "/healthz"), answer.status != 200 {
+                    unhealthy.append("\(answer.status) \(answer.body)")
+                }
+            }
+            return second.pipeline.assignedPartitionCount == 2
+        })
+        #expect(unhealthy.isEmpty, "\(unhealthy)")
         // The partitions came over once their work was done and committed: the new owner had
         // nothing to do again (before, it admitted their records again and sent them anew).
         let results = try KafkaTopicReader.readAll(

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Kafka
 import Observability
+import Synchronization
 
 extension BridgePipeline {
     /// How long a revocation waits for the leaving partitions' work in flight: `shutdown_timeout`
@@ -32,7 +33,12 @@ extension BridgePipeline {
         let outcome = BoundedWait(timeoutNanoseconds: Self.revocationDrainNanoseconds(configuration)).wait(
             now: { Timestamp.monotonicNanoseconds() },
             until: { !leaving.contains(where: \.hasWorkInFlight) },
-            shouldStop: { isStopRequested || fatalReason != nil }, sleep: { usleep(1_000) }
+            shouldStop: { isStopRequested || fatalReason != nil },
+            sleep: {
+                usleep(1_000)
+                // Waiting on purpose, not stuck: `/healthz` goes on saying so.
+                lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
+            }
         )
         let waited = "\((Timestamp.monotonicNanoseconds() - started) / 1_000_000) ms"
         let partitions = describe(leaving.map(\.topicPartition))
