@@ -48,9 +48,9 @@ import Testing
         #expect(clock.sleeps == 3)
     }
 
-    /// The revocation waits `shutdown_timeout`, and at most half of `max.poll.interval.ms`: the
-    /// consumer does not poll while it waits.
-    @Test func theRevocationWaitsTheShutdownTimeoutAndAtMostHalfThePollInterval() throws {
+    /// The revocation waits `shutdown_timeout`, and at most half of `max.poll.interval.ms` (the
+    /// consumer does not poll while it waits) and half of `session.timeout.ms`.
+    @Test func theRevocationWaitsTheShutdownTimeoutAndAtMostHalfThePollIntervalAndTheSession() throws {
         func drain(_ extra: String) throws -> UInt64 {
             let yaml = """
             kafka:
@@ -63,9 +63,11 @@ import Testing
             """
             return BridgePipeline.revocationDrainNanoseconds(try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
         }
-        #expect(try drain("") == 30_000_000_000)
+        #expect(try drain("") == 22_500_000_000)  // librdkafka's session.timeout.ms: 45 s
         #expect(try drain("shutdown_timeout: 2s") == 2_000_000_000)
         #expect(try drain("  consumer: {max.poll.interval.ms: 20000}") == 10_000_000_000)
-        #expect(try drain("  consumer: {max.poll.interval.ms: \"120000\"}\nshutdown_timeout: 90s") == 60_000_000_000)
+        #expect(try drain("  consumer: {session.timeout.ms: 6000}") == 3_000_000_000)
+        #expect(try drain("  consumer: {max.poll.interval.ms: \"120000\", session.timeout.ms: 300000}\nshutdown_timeout: 90s")
+                == 60_000_000_000)
     }
 }

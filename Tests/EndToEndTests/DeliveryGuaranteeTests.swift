@@ -136,7 +136,7 @@ struct DeliveryGuaranteeTests {
         defer { answering.close() }
         let yaml = environment.configurationYAML(groupID: "e2e-moved")
             .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
-            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 1s")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 3s")
         let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
         let port = "127.0.0.1:\(environment.simulator.port)"
         let secondConfiguration = try BridgeConfiguration.parse(
@@ -145,6 +145,11 @@ struct DeliveryGuaranteeTests {
         // A takes everything and holds it.
         let first = try BackgroundPipeline(configuration: configuration)
         defer { first.stop() }
+        // A's revocation waits 3 s for work that never finishes: on purpose, so `/healthz` must
+        // not call the consumer stalled meanwhile.
+        let status = try BridgeStatusServer(pipeline: first.pipeline, host: "127.0.0.1", port: 0,
+                                            stallThreshold: .milliseconds(1_500))
+        defer { status.close() }
         #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
 
         // B joins: A's revoked partitions leave their work uncommitted, and B takes it again.
@@ -155,7 +160,18 @@ struct DeliveryGuaranteeTests {
         // B never getting them still fails.
         let second = try BackgroundPipeline(configuration: secondConfiguration)
         defer { second.stop() }
-        #expect(waitFor(timeout: .seconds(90)) { second.pipeline.assignedPartitionCount == 2 })
+        var unhealthy: [String] = []
+        var lastProbe = ContinuousClock.now
+        #expect(waitFor(timeout: .seconds(90)) {
+            if ContinuousClock.now - lastProbe >= .milliseconds(200) {
+                lastProbe = .now
+                if let answer = HTTPTestClient.get(port: status.port, "/healthz"), answer.status != 200 {
+                    unhealthy.append("\(answer.status) \(answer.body)")
+                }
+            }
+            return second.pipeline.assignedPartitionCount == 2
+        })
+        #expect(unhealthy.isEmpty, "\(unhealthy)")
         let moved = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
             expectedCount: count / 2, timeoutMilliseconds: 60_000, settleMilliseconds: 1_000)
@@ -186,9 +202,9 @@ struct DeliveryGuaranteeTests {
         defer { environment.close() }
         let count = 40
         try environment.produceRequests(Self.requests(count))
-        // Longer than the mock cluster takes to revoke (about 5 s after the second member starts),
-        // shorter than the revocation's wait (`shutdown_timeout`) and the streams' timeout.
-        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(12)))
+        // Longer than the mock cluster takes to revoke (about 5 s after the first member got
+        // the partitions), by less than the revocation's wait (half the test's 6 s session).
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(7)))
         let groupID = "e2e-handover-\(exactlyOnce)"
         let yaml = environment.configurationYAML(groupID: groupID, exactlyOnce: exactlyOnce)
             .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 30s")
@@ -197,26 +213,11 @@ struct DeliveryGuaranteeTests {
 
         let first = try BackgroundPipeline(configuration: configuration)
         defer { first.stop() }
-        // The wait is the consumer's on purpose: `/healthz` must not call it stalled (the
-        // threshold here is well under the wait's 7 s or so).
-        let status = try BridgeStatusServer(pipeline: first.pipeline, host: "127.0.0.1", port: 0, stallThreshold: .seconds(2))
-        defer { status.close() }
         #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
 
         let second = try BackgroundPipeline(configuration: configuration)
         defer { second.stop() }
-        var unhealthy: [String] = []
-        var lastProbe = ContinuousClock.now
-        #expect(waitFor(timeout: .seconds(90)) {
-            if ContinuousClock.now - lastProbe >= .milliseconds(200) {
-                lastProbe = .now
-                if let answer = HTTPTestClient.get(port: status.port, "/healthz"), answer.status != 200 {
-                    unhealthy.append("\(answer.status) \(answer.body)")
-                }
-            }
-            return second.pipeline.assignedPartitionCount == 2
-        })
-        #expect(unhealthy.isEmpty, "\(unhealthy)")
+        #expect(waitFor(timeout: .seconds(90)) { second.pipeline.assignedPartitionCount == 2 })
         // The partitions came over once their work was done and committed: the new owner had
         // nothing to do again (before, it admitted their records again and sent them anew).
         let results = try KafkaTopicReader.readAll(

@@ -7,12 +7,22 @@ import Synchronization
 
 extension BridgePipeline {
     /// How long a revocation waits for the leaving partitions' work in flight: `shutdown_timeout`
-    /// (the time a stop gives the same work), and at most half of `max.poll.interval.ms`
-    /// (librdkafka's default 300 s), since the consumer does not poll meanwhile.
+    /// (the time a stop gives the same work), and at most half of `max.poll.interval.ms` (the
+    /// consumer does not poll meanwhile) and half of `session.timeout.ms` (librdkafka's defaults:
+    /// 300 s and 45 s). Kafka's coordinator keeps a member waiting in a rebalance alive on its
+    /// heartbeats, but not every broker does: librdkafka's mock cluster lets the session of a
+    /// member that does not rejoin run out, and a member removed from the group cannot commit
+    /// what the wait was for.
     static func revocationDrainNanoseconds(_ configuration: BridgeConfiguration) -> UInt64 {
-        let pollInterval = consumerProperties(configuration.kafka)["max.poll.interval.ms"]
-            .flatMap { UInt64($0.filter { !$0.isWhitespace }) } ?? 300_000
-        return min(configuration.shutdownTimeout.totalNanoseconds, pollInterval.multipliedReportingOverflow(by: 500_000).partialValue)
+        let consumer = consumerProperties(configuration.kafka)
+        func milliseconds(_ name: String, default value: UInt64) -> UInt64 {
+            consumer[name].flatMap { UInt64($0.filter { !$0.isWhitespace }) } ?? value
+        }
+        let halfPollInterval = milliseconds("max.poll.interval.ms", default: 300_000).multipliedReportingOverflow(by: 500_000)
+        let halfSession = milliseconds("session.timeout.ms", default: 45_000).multipliedReportingOverflow(by: 500_000)
+        return min(configuration.shutdownTimeout.totalNanoseconds,
+                   halfPollInterval.overflow ? .max : halfPollInterval.partialValue,
+                   halfSession.overflow ? .max : halfSession.partialValue)
     }
 
     /// Consumer thread, in the rebalance callback, before partitions handed back to the group
