@@ -1,7 +1,7 @@
-/// A wait on the consumer thread for a condition that other threads make true (work draining
-/// through APNs and Kafka's acknowledgements), read again between short sleeps, until it holds,
-/// a deadline passes or the pipeline stops. The clock and the sleep are injected: the rules run
-/// in simulated time in the tests.
+/// A wait on the consumer thread (or the one-shot `send`'s) for a condition that other threads
+/// make true (work draining through APNs and Kafka's acknowledgements), read again between short
+/// sleeps, until it holds, a deadline passes or the pipeline stops. The clock and the sleep are
+/// injected: the rules run in simulated time in the tests.
 struct BoundedWait {
     /// How long to wait at most.
     let timeoutNanoseconds: UInt64

@@ -14,15 +14,12 @@ extension BridgePipeline {
     /// member that does not rejoin run out, and a member removed from the group cannot commit
     /// what the wait was for.
     static func revocationDrainNanoseconds(_ configuration: BridgeConfiguration) -> UInt64 {
-        let consumer = consumerProperties(configuration.kafka)
-        func milliseconds(_ name: String, default value: UInt64) -> UInt64 {
-            consumer[name].flatMap { UInt64($0.filter { !$0.isWhitespace }) } ?? value
+        func half(_ name: String, default value: Int) -> UInt64 {
+            // librdkafka takes at most a day for either property: the product cannot overflow.
+            UInt64(clamping: min(consumerMilliseconds(configuration.kafka, name) ?? value, 86_400_000)) * 500_000
         }
-        let halfPollInterval = milliseconds("max.poll.interval.ms", default: 300_000).multipliedReportingOverflow(by: 500_000)
-        let halfSession = milliseconds("session.timeout.ms", default: 45_000).multipliedReportingOverflow(by: 500_000)
         return min(configuration.shutdownTimeout.totalNanoseconds,
-                   halfPollInterval.overflow ? .max : halfPollInterval.partialValue,
-                   halfSession.overflow ? .max : halfSession.partialValue)
+                   half("max.poll.interval.ms", default: 300_000), half("session.timeout.ms", default: 45_000))
     }
 
     /// Consumer thread, in the rebalance callback, before partitions handed back to the group

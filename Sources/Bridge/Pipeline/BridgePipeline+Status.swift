@@ -30,10 +30,15 @@ extension BridgePipeline {
         consumerStatistics.withLock { $0 = snapshot }
     }
 
+    /// A consumer property in milliseconds as the consumer runs with it
+    /// (``consumerProperties(_:)``), nil when unset (librdkafka's default applies).
+    static func consumerMilliseconds(_ kafka: KafkaSettings, _ name: String) -> Int? {
+        consumerProperties(kafka)[name].flatMap { Int($0.filter { !$0.isWhitespace }) }
+    }
+
     /// The statistics interval the consumer runs with (``consumerProperties(_:)``).
     var statisticsIntervalMilliseconds: Int {
-        Self.consumerProperties(configuration.kafka)["statistics.interval.ms"].flatMap { Int($0.filter { !$0.isWhitespace }) }
-            ?? Self.defaultStatisticsIntervalMilliseconds
+        Self.consumerMilliseconds(configuration.kafka, "statistics.interval.ms") ?? Self.defaultStatisticsIntervalMilliseconds
     }
 
     /// Starts ``PausedPartitionLagProbe``, once per statistics interval, on the partitions that

@@ -44,10 +44,9 @@ public enum OneShotSender {
         dispatcher.flush()
         context.release()
         let expected = request.validTokens.count + request.invalidTokens.count
-        let deadline = Timestamp.monotonicNanoseconds() + UInt64(timeoutSeconds) * 1_000_000_000
-        while sink.count < expected, Timestamp.monotonicNanoseconds() < deadline {
-            usleep(2_000)
-        }
+        _ = BoundedWait(timeoutNanoseconds: UInt64(timeoutSeconds) * 1_000_000_000).wait(
+            now: { Timestamp.monotonicNanoseconds() }, until: { sink.count >= expected }, shouldStop: { false },
+            sleep: { usleep(2_000) })
         let unanswered = expected - sink.count
         if unanswered > 0 {
             // Their results come from the shutdown (connection lost): say why they end here.
