@@ -128,8 +128,9 @@ public final class KafkaConsumer: @unchecked Sendable {
     }
 
     /// Called on the polling thread inside ``poll(maxMessages:timeoutMilliseconds:)`` (and
-    /// ``close()``): before partitions are unassigned for `.revoked`/`.lost`, after they are
-    /// assigned for `.assigned`. Keep it short; it may call ``storeOffsets(_:)``.
+    /// ``close()``): before partitions are unassigned for `.revoked`/`.lost`, and just before
+    /// they are assigned for `.assigned` (so ``pause(_:)`` of them there holds from their first
+    /// fetch). Keep it short; it may call ``storeOffsets(_:)``.
     public var rebalanceHandler: (@Sendable (KafkaRebalanceEvent) -> Void)? {
         get { client.context.rebalanceHandler.withLock { $0 } }
         set { client.context.rebalanceHandler.withLock { $0 = newValue } }

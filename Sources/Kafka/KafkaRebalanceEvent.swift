@@ -3,7 +3,8 @@
 ///
 /// With the cooperative protocol the lists are incremental: only the partitions that change.
 public enum KafkaRebalanceEvent: Sendable, Equatable {
-    /// These partitions were added to the assignment (reported after they were assigned).
+    /// These partitions are added to the assignment (reported just before they are assigned:
+    /// pausing them then holds from their first fetch).
     case assigned([KafkaTopicPartition])
     /// These partitions are being taken away in an orderly rebalance (reported before they are
     /// unassigned, so in-flight work can still store its offsets).

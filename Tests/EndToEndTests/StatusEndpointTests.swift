@@ -326,6 +326,41 @@ struct StatusEndpointTests {
         #expect(bridge.samples("apns_bridge_records_consumed_total").values.reduce(0, +) == 0)
     }
 
+    /// librdkafka drops, unreported, a pause that reaches a partition after a newer operation on
+    /// it. A partition the bridge holds paused that delivers records anyway is paused again, so
+    /// the records arriving later stay in Kafka: here the test resumes the partition behind the
+    /// bridge's back while APNs is unreachable.
+    @Test func aHeldPartitionThatDeliversRecordsIsPausedAgain() async throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        let port = environment.simulator.port
+        let bridge = try RunningBridge(environment, groupID: "status-paused-again") { yaml in
+            yaml.replacingOccurrences(of: "_url: https://127.0.0.1:\(port)", with: "_url: https://127.0.0.1:1")
+        }
+        defer { bridge.stop() }
+        #expect(await eventually(timeout: .seconds(30)) { bridge.pipeline.pausedPartitionCount == 1 })
+        try bridge.pipeline.consumer.resume([KafkaTopicPartition(topic: environment.requestTopic, partition: 0)])
+        func records(_ prefix: String, _ range: Range<Int>) -> [DemoWorkload.Record] {
+            range.map { index in
+                DemoWorkload.Record(
+                    key: Array("\(prefix)\(index)".utf8),
+                    value: Array(#"{"id":"\#(prefix)\#(index)","token":"\#(String(format: "%064lx", index + 1))","payload":{"aps":{}}}"#.utf8))
+            }
+        }
+        func consumed() -> Double { bridge.samples("apns_bridge_records_consumed_total").values.reduce(0, +) }
+        try environment.produceRequests(records("a", 0..<30))
+        #expect(await eventually(timeout: .seconds(20)) { bridge.pipeline.repeatedPauseCount >= 1 })
+        let consumedBeforeThePause = consumed()
+        #expect(consumedBeforeThePause >= 1)
+
+        try environment.produceRequests(records("b", 30..<60))
+        #expect(await eventually(timeout: .seconds(20)) {
+            bridge.samples("apns_bridge_consumer_lag")["{topic=\"apns.requests\",partition=\"0\"}"] == 60
+        })
+        #expect(consumed() == consumedBeforeThePause)
+        #expect(bridge.pipeline.pausedPartitionCount == 1)
+    }
+
     @Test func countersFollowTheWorkAndPromtoolAcceptsTheOutput() async throws {
         let workload = DemoWorkload(count: 60, seed: 5)
         let environment = try LocalEnvironment(unregisteredTokens: workload.unregisteredTokens)

@@ -285,4 +285,44 @@ struct KafkaConsumerTests {
         #expect(resumed.count == 10)
         #expect(Set(resumed.compactMap(\.value)) == Set((10..<20).map { Array("value-\($0)".utf8) }))
     }
+
+    /// A pause made in the rebalance handler as partitions are assigned holds from their first
+    /// fetch: the records already in the paused partitions stay there while the other partitions
+    /// deliver every record they hold, and come once the partitions are resumed. (Made after the
+    /// assign, the pause raced librdkafka's fetch start and was now and then dropped.)
+    @Test func aPauseMadeAsPartitionsAreAssignedHoldsFromTheFirstFetch() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        let topic = "paused-at-assign"
+        try KafkaTestSupport.createFilledTopic(topic, partitions: 4, count: 200, on: cluster)
+        let consumer = try KafkaTestSupport.groupConsumer(of: topic, groupID: "pausers-at-assign", on: cluster)
+        defer { consumer.close() }
+        let held = [0, 1].map { KafkaTopicPartition(topic: topic, partition: $0) }
+        let fetching = [2, 3].map { KafkaTopicPartition(topic: topic, partition: $0) }
+        let pauseFailures = Locked<[String]>([])
+        consumer.rebalanceHandler = { [weak consumer] event in
+            guard case .assigned(let assigned) = event else { return }
+            do {
+                try consumer?.pause(assigned.filter { held.contains($0) })
+            } catch {
+                pauseFailures.withLock { $0.append("\(error)") }
+            }
+        }
+        let ends = consumer.watermarks(of: held + fetching, timeoutMilliseconds: 10_000)
+        #expect(held.allSatisfy { (ends[$0]?.high ?? 0) > 0 }, "every paused partition holds records")
+        let fetchable = fetching.reduce(0) { $0 + Int(ends[$1]?.high ?? 0) }
+
+        var received: [KafkaMessage] = []
+        let deadline = Date().addingTimeInterval(30)
+        while received.count < fetchable, Date() < deadline {
+            received += try consumer.poll(maxMessages: 500, timeoutMilliseconds: 100)
+        }
+        #expect(received.count == fetchable)
+        #expect(received.allSatisfy { $0.partition >= 2 }, "nothing from a partition paused as it was assigned")
+        #expect(pauseFailures.withLock { $0 }.isEmpty)
+
+        try consumer.resume(held)
+        received += try KafkaTestSupport.consume(consumer, count: 200 - received.count, seconds: 20)
+        #expect(Set(received.compactMap(\.value)) == Set((0..<200).map { Array("value-\($0)".utf8) }))
+    }
 }

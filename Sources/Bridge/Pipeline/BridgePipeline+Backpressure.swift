@@ -77,6 +77,35 @@ extension BridgePipeline {
         return work - held <= limit / 2
     }
 
+    /// Consumer thread, once per poll: the partitions the bridge has paused (in-flight limit,
+    /// APNs unreachable, uncommitted span), to notice records still coming from one. Empty,
+    /// without allocating, while nothing is paused.
+    func partitionsPausedByBridge() -> Set<KafkaTopicPartition> {
+        var paused = Set(fetchHold.withLock { $0.partitions })
+        if spanPausedCount.load(ordering: .relaxed) > 0 {
+            paused.formUnion(spanPausedSnapshot)
+        }
+        return paused
+    }
+
+    /// Pauses again partitions that delivered records while the bridge had them paused. librdkafka
+    /// drops a pause that reaches a partition after a newer operation on it (such as the fetch
+    /// start following an assignment), without saying so; the partition would then go on
+    /// fetching, and with the in-flight limit reached its records would pile up waiting. The
+    /// records themselves are processed as usual.
+    func pauseAgain(_ strays: Set<KafkaTopicPartition>) {
+        let assigned = partitions.withLock { map in strays.filter { map[$0] != nil } }
+        guard !assigned.isEmpty else { return }
+        logger.debug("records came from a partition the bridge paused: pausing it again",
+                     metadata: ["kafka.partitions": describe(assigned.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) })])
+        do {
+            try consumer.pause(Array(assigned))
+            repeatedPauses.add(1, ordering: .relaxed)
+        } catch {
+            logger.warning("pausing partitions again failed", metadata: ["error": "\(error)"])
+        }
+    }
+
     private func pauseAssignedPartitions() {
         fetchHold.withLock { hold in
             guard !hold.isHeld, let assignment = try? consumer.assignment() else { return }

@@ -45,8 +45,13 @@ extension BridgePipeline {
             // (or, exactly once, for its transactions to be initialised).
             let wanted = waiting.isEmpty ? waiting.pollSize(room: room) : 1
             let timeout: Int32 = waiting.isEmpty || workCountedByLimit >= limit || !transactionsReady ? 100 : 0
+            let paused = partitionsPausedByBridge()
+            var strays: Set<KafkaTopicPartition> = []
             do {
                 try consumer.poll(maxMessages: wanted, timeoutMilliseconds: timeout) { record in
+                    if !paused.isEmpty, paused.contains(record.topicPartition) {
+                        strays.insert(record.topicPartition)
+                    }
                     let progress = progressCache.progress(
                         of: record.topicPartition, generation: assignmentGeneration.load(ordering: .relaxed), in: partitions)
                     // Admitted where librdkafka holds it while there is room and nothing waits
@@ -61,6 +66,9 @@ extension BridgePipeline {
             } catch {
                 fail("consumer: \(error)")
                 break
+            }
+            if !strays.isEmpty {
+                pauseAgain(strays)
             }
             admitWaiting(&waiting)
             dispatcher.flush()

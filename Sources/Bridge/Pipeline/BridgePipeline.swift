@@ -42,6 +42,8 @@ public final class BridgePipeline: Sendable {
     let spanBound: Locked<UncommittedSpanBound<KafkaTopicPartition>>
     private let stopRequested = Atomic<Bool>(false)
     let fetchPauses = Atomic<Int>(0)
+    /// Pauses made again for partitions that delivered records while paused (`pauseAgain`).
+    let repeatedPauses = Atomic<Int>(0)
     /// Fetching is paused because no APNs endpoint can be reached (`applyBackpressure`).
     let pausedWhileUnreachable = Atomic<Bool>(false)
     let peakInFlightValue = Atomic<Int>(0)
@@ -168,6 +170,11 @@ public final class BridgePipeline: Sendable {
     /// unfinished ones.
     public var fetchPauseCount: Int {
         fetchPauses.load(ordering: .relaxed)
+    }
+
+    /// How many times partitions that delivered records while paused were paused again.
+    var repeatedPauseCount: Int {
+        repeatedPauses.load(ordering: .relaxed)
     }
 
     var isStopRequested: Bool {

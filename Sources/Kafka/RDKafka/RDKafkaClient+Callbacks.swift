@@ -108,6 +108,18 @@ private let rebalanceCallback: @convention(c) (
             "partitions": changed.map(\.description).joined(separator: ","),
             "protocol": isCooperative ? "cooperative" : "eager",
         ])
+        // Assigned again within the same poll: its records are this member's again. (Records
+        // fetched before the revocation may come twice then; at least once, never lost.)
+        context?.revokedDuringPoll.remove(changed)
+        // Told before the assign, so that a pause made in the handler holds from the first
+        // fetch. Made after it, a pause races the fetch start librdkafka's main thread issues
+        // once the committed offsets arrive: each takes a version when it is made, and a pause
+        // reaching the partition after a newer fetch start is dropped as outdated, unreported.
+        // Pausing a partition not assigned yet needs librdkafka's local topic, which the assign
+        // would make: held open across both.
+        let localTopics = Set(changed.map(\.topic)).compactMap { rd_kafka_topic_new(rk, $0, nil) }
+        defer { localTopics.forEach { rd_kafka_topic_destroy($0) } }
+        handler?(.assigned(changed))
         if isCooperative {
             if let error = rd_kafka_incremental_assign(rk, partitions) {
                 logger.error("incremental assign failed", metadata: ["error": KafkaError(consuming: error).description])
@@ -118,10 +130,6 @@ private let rebalanceCallback: @convention(c) (
                 logger.error("assign failed", metadata: ["error": KafkaError(result).description])
             }
         }
-        // Assigned again within the same poll: its records are this member's again. (Records
-        // fetched before the revocation may come twice then; at least once, never lost.)
-        context?.revokedDuringPoll.remove(changed)
-        handler?(.assigned(changed))
 
     case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
         let isLost = rd_kafka_assignment_lost(rk) != 0
