@@ -271,7 +271,8 @@ public final class KafkaProducer: @unchecked Sendable {
 
     /// Queues one record (librdkafka copies key, value and headers).
     ///
-    /// When librdkafka's queue is full it waits for room, for at most 30 seconds.
+    /// When librdkafka's queue is full it waits for room, for at most 30 seconds, and not past
+    /// `queueFullGiveUpAt()`.
     /// - Parameter tag: handed back to the delivery handler; it is stored in the message's
     ///   opaque pointer, so no allocation is made per message.
     /// - Throws: ``KafkaError`` when the record is not accepted (closed, queue full for too long,
@@ -280,9 +281,12 @@ public final class KafkaProducer: @unchecked Sendable {
     ///   - value: nil produces a null value (a tombstone).
     ///   - partition: nil lets the partitioner choose.
     ///   - timestampMilliseconds: the record's CreateTime; nil for now.
+    ///   - queueFullGiveUpAt: while waiting for room, the monotonic time (nanoseconds) after which
+    ///     not to wait any more; read again as the wait goes on, so a deadline set meanwhile counts.
     public func produce(
         topic: String, key: [UInt8]?, value: [UInt8]?, headers: [KafkaHeader], tag: UInt64,
-        partition: Int32? = nil, timestampMilliseconds: Int64? = nil
+        partition: Int32? = nil, timestampMilliseconds: Int64? = nil,
+        queueFullGiveUpAt: () -> UInt64 = { .max }
     ) throws {
         var waitDeadline: UInt64?
         while true {
@@ -305,6 +309,9 @@ public final class KafkaProducer: @unchecked Sendable {
                 }
                 guard now < deadline else {
                     throw KafkaError(RD_KAFKA_RESP_ERR__QUEUE_FULL, context: "producer queue stayed full for 30 s")
+                }
+                guard now < queueFullGiveUpAt() else {
+                    throw KafkaError(RD_KAFKA_RESP_ERR__QUEUE_FULL, context: "producer queue still full when the time was up")
                 }
                 usleep(1000)  // the poll thread serves delivery reports meanwhile
             }

@@ -22,7 +22,7 @@ struct TransactionCommitterTests {
         /// - Parameter outputLeader: the broker leading `out` (the coordinators are broker 1).
         /// - Parameter coordinatorDown: broker 1, the coordinators, is down when the committer starts.
         init(brokers: Int = 1, outputLeader: Int32 = 1, committerSettings: TransactionCommitter.Settings = .init(),
-             coordinatorDown: Bool = false) throws {
+             coordinatorDown: Bool = false, producerProperties: [String: String] = [:]) throws {
             cluster = try MockKafkaCluster(brokers: brokers)
             try cluster.createTopic("apns.requests", partitions: 2)
             try cluster.createTopic("out", partitions: 1)
@@ -31,7 +31,7 @@ struct TransactionCommitterTests {
             try cluster.setTransactionCoordinator(transactionalID: "committer-tests.one", broker: 1)
             let settings = KafkaSettings(brokers: cluster.bootstrapServers, groupID: "committer-tests", exactlyOnce: true)
             producer = try KafkaProducer(
-                bootstrapServers: cluster.bootstrapServers, properties: [:], transactionalID: "committer-tests.one",
+                bootstrapServers: cluster.bootstrapServers, properties: producerProperties, transactionalID: "committer-tests.one",
                 logger: Logger(label: "test.producer"), deliveryHandler: { _, _ in })
             consumer = try KafkaConsumer(
                 bootstrapServers: cluster.bootstrapServers, groupID: "committer-tests", topics: [], properties: [:],
@@ -162,6 +162,29 @@ struct TransactionCommitterTests {
         fixture.cluster.setBrokerUp(1)
     }
 
+    /// A stop whose budget runs out while a commit waits for room in the producer's full queue
+    /// (the outputs' leader down) ends with the budget: the wait gives up at the calls' deadline,
+    /// set while it waits, not once librdkafka's queue has stayed full for 30 s.
+    @Test func aCommitWaitingForRoomInAFullQueueGivesUpAtTheShutdownDeadline() throws {
+        let fixture = try Fixture(brokers: 2, outputLeader: 2, producerProperties: ["queue.buffering.max.messages": "2"])
+        defer { fixture.close() }
+        let p0 = fixture.partition(0)
+        _ = fixture.record(p0, 0, outputs: 1)
+        #expect(waitFor(timeout: .seconds(20)) { p0.committedNextOffset == 1 })
+
+        fixture.cluster.setBrokerDown(2)
+        _ = fixture.record(p0, 1, outputs: 5)
+        // Two records fill the queue: the third waits for room.
+        #expect(waitFor(timeout: .seconds(20)) { fixture.producer.inFlightCount == 2 })
+        let started = Timestamp.monotonicNanoseconds()
+        fixture.committer.limitCalls(toEndBy: started + 1_000_000_000)
+        fixture.committer.stop()
+        let stoppedWithin = (Timestamp.monotonicNanoseconds() - started) / 1_000_000
+        #expect(stoppedWithin < 10_000, "stopped after \(stoppedWithin) ms")
+        #expect(p0.committedNextOffset == 1)
+        fixture.cluster.setBrokerUp(2)
+    }
+
     /// A rebalance while the transaction coordinator cannot be reached at start: nothing of the
     /// leaving partition was committed, so its outputs are dropped at once, and the rebalance
     /// neither waits twice the transaction timeout nor stops the pipeline.
@@ -217,7 +240,10 @@ struct TransactionCommitterTests {
         #expect(waitFor(timeout: .seconds(20)) { fixture.committer.transactionCounts.aborted == 1 })
 
         fixture.partitions.withLock { $0.removeAll { $0 === p1 } }
-        #expect(fixture.committer.finish(revoking: [p1]))
+        // The wait tells its caller it goes on (the pipeline keeps `/healthz` alive with it).
+        var waits = 0
+        #expect(fixture.committer.finish(revoking: [p1], whileWaiting: { waits += 1 }))
+        #expect(waits > 0)
         #expect(p1.committedNextOffset == 1)
         #expect(fixture.fatal.withLock { $0 } == nil)
         #expect(try fixture.committedValues(count: 1) == ["p1-o0-0"])

@@ -238,7 +238,7 @@ extension BridgePipeline {
                 // Commit what they released, drop the rest: the new owner starts where this stops.
                 // Lost partitions commit nothing more: the group may have given them to another member.
                 let isLost = if case .lost = event { true } else { false }
-                committer.finish(revoking: leaving, committing: !isLost)
+                committer.finish(revoking: leaving, committing: !isLost, whileWaiting: stampWaitingOnPurpose)
                 let offsets = leaving.compactMap { progress in
                     progress.committedNextOffset.map { (progress.topicPartition, nextOffset: $0) }
                 }

@@ -22,6 +22,12 @@ extension BridgePipeline {
                    half("max.poll.interval.ms", default: 300_000), half("session.timeout.ms", default: 45_000))
     }
 
+    /// Consumer thread, in a wait inside the rebalance callback: waiting on purpose, not stuck,
+    /// so `/healthz` goes on saying the consumer is alive.
+    func stampWaitingOnPurpose() {
+        lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
+    }
+
     /// Consumer thread, in the rebalance callback, before partitions handed back to the group
     /// (not lost) let go: waits, up to ``revocationDrainNanoseconds(_:)``, for the work in flight of
     /// their records (notifications at APNs, outputs waiting for Kafka's acknowledgement) to
@@ -43,8 +49,7 @@ extension BridgePipeline {
             shouldStop: { isStopRequested || fatalReason != nil },
             sleep: {
                 usleep(1_000)
-                // Waiting on purpose, not stuck: `/healthz` goes on saying so.
-                lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
+                stampWaitingOnPurpose()
             }
         )
         let waited = "\((Timestamp.monotonicNanoseconds() - started) / 1_000_000) ms"

@@ -125,10 +125,12 @@ final class TransactionCommitter: @unchecked Sendable {
     /// their outputs, released or not, and their share of a batch waiting to be tried again are
     /// dropped before that cycle. A transaction carrying them would be validated only by the group
     /// metadata this member no longer holds rightly, while the partitions' new owner commits them.
+    /// - Parameter whileWaiting: runs between readings of the committer's progress (the pipeline
+    ///   tells `/healthz` that the consumer waits on purpose, not stuck).
     /// - Returns: false when the committer did not answer within the transaction timeout (the
     ///   pipeline is then failed: nothing more is committed).
     @discardableResult
-    func finish(revoking: [PartitionProgress], committing: Bool = true) -> Bool {
+    func finish(revoking: [PartitionProgress], committing: Bool = true, whileWaiting: () -> Void = {}) -> Bool {
         if !committing {
             // Nothing is released from them any more; the batch's share goes on the committer thread.
             for progress in revoking { publisher.buffered(left: progress.revoke(weighing: ResultPublisher.bufferedWeight(of:))) }
@@ -146,14 +148,18 @@ final class TransactionCommitter: @unchecked Sendable {
             for progress in revoking { publisher.buffered(left: progress.revoke(weighing: ResultPublisher.bufferedWeight(of:))) }
             return true
         }
-        let deadline = Timestamp.monotonicNanoseconds() + UInt64(settings.timeoutMilliseconds) * 2_000_000
-        while control.withLock({ $0.completedCycles < ticket && $0.isRunning }) {
-            guard Timestamp.monotonicNanoseconds() < deadline else {
-                onFatal("the transaction committer did not finish within \(settings.timeoutMilliseconds * 2) ms during a rebalance")
-                for progress in revoking { publisher.buffered(left: progress.revoke(weighing: ResultPublisher.bufferedWeight(of:))) }
-                return false
-            }
-            usleep(1000)  // consumer thread, inside the rebalance callback
+        let outcome = BoundedWait(timeoutNanoseconds: UInt64(settings.timeoutMilliseconds) * 2_000_000).wait(
+            now: { Timestamp.monotonicNanoseconds() },
+            until: { control.withLock { $0.completedCycles >= ticket || !$0.isRunning } },
+            shouldStop: { false },
+            sleep: {
+                usleep(1000)  // consumer thread, inside the rebalance callback
+                whileWaiting()
+            })
+        guard outcome == .done else {
+            onFatal("the transaction committer did not finish within \(settings.timeoutMilliseconds * 2) ms during a rebalance")
+            for progress in revoking { publisher.buffered(left: progress.revoke(weighing: ResultPublisher.bufferedWeight(of:))) }
+            return false
         }
         return true
     }
@@ -315,7 +321,11 @@ final class TransactionCommitter: @unchecked Sendable {
         for share in shares {
             for output in share.outputs {
                 do {
-                    try producer.produce(topic: output.topic, key: output.key, value: output.value, headers: output.headers, tag: 0)
+                    // A full queue is waited out within the calls' deadline too (the shutdown's
+                    // budget), also when that is set while it waits.
+                    try producer.produce(
+                        topic: output.topic, key: output.key, value: output.value, headers: output.headers, tag: 0,
+                        queueFullGiveUpAt: { callsEndBy.load(ordering: .relaxed) })
                 } catch let error as KafkaError {
                     throw error
                 } catch {
