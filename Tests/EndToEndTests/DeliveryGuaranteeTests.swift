@@ -226,7 +226,17 @@ struct DeliveryGuaranteeTests {
         #expect(results.count == count, "\(results.count) results for \(count) requests")
         #expect(Set(Self.requestIDs(results)) == Set((0..<count).map { "g\($0)" }))
         #expect(waitFor(timeout: .seconds(20)) { (try? environment.committedRequestCount(groupID: groupID)) == Int64(count) })
-        #expect(second.pipeline.peakInFlight == 0, "the new owner took \(second.pipeline.peakInFlight) notifications again")
+        // The first member waited for its leaving work and committed it as the partitions left,
+        // unless the group refused that commit: librdkafka's mock cluster refuses commits while
+        // members rejoin, and a member whose SyncGroup reaches it after the leader's must rejoin
+        // (Kafka's coordinator accepts commits then). At least once the refusal is counted and
+        // the drained records come again; exactly once their offsets went with the transaction.
+        if first.pipeline.handOverCommitRefusalCount == 0 {
+            #expect(second.pipeline.peakInFlight == 0, "the new owner took \(second.pipeline.peakInFlight) notifications again")
+        } else {
+            #expect(!exactlyOnce)
+            #expect(second.pipeline.peakInFlight <= count / 2)
+        }
         #expect(first.stop() == 0)
         #expect(second.stop() == 0)
     }

@@ -231,9 +231,7 @@ extension BridgePipeline {
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
             let leaving = partitions.withLock { map in revoked.compactMap { map.removeValue(forKey: $0) } }
             assignmentGeneration.add(1, ordering: .relaxed)
-            if case .revoked = event {
-                drainLeavingWork(leaving)
-            }
+            let drained = if case .revoked = event { drainLeavingWork(leaving) } else { false }
             if let committer {
                 // Commit what they released, drop the rest: the new owner starts where this stops.
                 // Lost partitions commit nothing more: the group may have given them to another member.
@@ -251,6 +249,9 @@ extension BridgePipeline {
                 }
             } else if let offsetStores {
                 offsetStores.revoke(leaving)  // what completed is stored as they leave, under each one's lock
+                if drained, fatalReason == nil {
+                    commitDrainedOffsets(of: leaving)
+                }
             } else {
                 for progress in leaving { progress.revoke() }
             }

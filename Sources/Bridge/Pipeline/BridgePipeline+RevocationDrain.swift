@@ -39,9 +39,11 @@ extension BridgePipeline {
     /// No record is admitted meanwhile (the consumer thread waits here); the kept partitions'
     /// work goes on. Work that does not finish in time (APNs unreachable, answers slower than the
     /// wait) is left uncommitted, as before: the new owner sends it again, never loses it.
-    func drainLeavingWork(_ leaving: [PartitionProgress]) {
+    /// - Returns: whether it waited (the leaving partitions had work in flight).
+    @discardableResult
+    func drainLeavingWork(_ leaving: [PartitionProgress]) -> Bool {
         guard !isStopRequested, fatalReason == nil, transactionsReady,
-              leaving.contains(where: \.hasWorkInFlight) else { return }
+              leaving.contains(where: \.hasWorkInFlight) else { return false }
         let started = Timestamp.monotonicNanoseconds()
         let outcome = BoundedWait(timeoutNanoseconds: Self.revocationDrainNanoseconds(configuration)).wait(
             now: { Timestamp.monotonicNanoseconds() },
@@ -64,6 +66,22 @@ extension BridgePipeline {
             logger.warning("revoked partitions leave with work in flight: their new owner processes those records again", metadata: [
                 "kafka.partitions": partitions, "bridge.waited": waited, "bridge.records_pending": "\(unfinished)",
             ])
+        }
+        return true
+    }
+
+    /// At least once, in the rebalance callback after a drain: commits the stored offsets now,
+    /// the leaving partitions' among them, rather than leaving them to librdkafka's commit at the
+    /// unassign, which reports nothing back. A coordinator refuses a commit while the group
+    /// completes a rebalance (librdkafka's mock cluster also while members rejoin): the new
+    /// owner then processes the drained records again, and this says so.
+    func commitDrainedOffsets(of leaving: [PartitionProgress]) {
+        do {
+            try consumer.commitSync()
+        } catch {
+            handOverCommitsRefused.add(1, ordering: .relaxed)
+            logger.warning("offsets of revoked partitions not committed: their new owner processes their last records again",
+                           metadata: ["kafka.partitions": describe(leaving.map(\.topicPartition)), "error": "\(error)"])
         }
     }
 }

@@ -44,6 +44,8 @@ public final class BridgePipeline: Sendable {
     let fetchPauses = Atomic<Int>(0)
     /// Pauses made again for partitions that delivered records while paused (`pauseAgain`).
     let repeatedPauses = Atomic<Int>(0)
+    /// At least once, commits of drained revoked partitions' offsets the group refused.
+    let handOverCommitsRefused = Atomic<Int>(0)
     /// Fetching is paused because no APNs endpoint can be reached (`applyBackpressure`).
     let pausedWhileUnreachable = Atomic<Bool>(false)
     let peakInFlightValue = Atomic<Int>(0)
@@ -175,6 +177,11 @@ public final class BridgePipeline: Sendable {
     /// How many times partitions that delivered records while paused were paused again.
     var repeatedPauseCount: Int {
         repeatedPauses.load(ordering: .relaxed)
+    }
+
+    /// At least once, how many commits of drained revoked partitions' offsets the group refused.
+    var handOverCommitRefusalCount: Int {
+        handOverCommitsRefused.load(ordering: .relaxed)
     }
 
     var isStopRequested: Bool {
