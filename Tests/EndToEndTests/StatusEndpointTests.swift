@@ -307,18 +307,10 @@ struct StatusEndpointTests {
     @Test func theLagOfAPausedPartitionFollowsTheRecordsArrivingWhileItIsPaused() async throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
-        let port = environment.simulator.port
-        let bridge = try RunningBridge(environment, groupID: "status-paused-lag") { yaml in
-            yaml.replacingOccurrences(of: "_url: https://127.0.0.1:\(port)", with: "_url: https://127.0.0.1:1")
-        }
+        let bridge = try Self.bridgeWithAPNsUnreachable(environment, groupID: "status-paused-lag")
         defer { bridge.stop() }
         #expect(await eventually(timeout: .seconds(30)) { bridge.pipeline.pausedPartitionCount == 1 })
-        let records = (0..<30).map { index in
-            DemoWorkload.Record(
-                key: Array("w\(index)".utf8),
-                value: Array(#"{"id":"w\#(index)","token":"\#(String(format: "%064lx", index + 1))","payload":{"aps":{}}}"#.utf8))
-        }
-        try environment.produceRequests(records)
+        try environment.produceRequests(Self.requests("w", 0..<30))
         #expect(await eventually(timeout: .seconds(20)) {
             bridge.samples("apns_bridge_consumer_lag")["{topic=\"apns.requests\",partition=\"0\"}"] == 30
         })
@@ -333,32 +325,39 @@ struct StatusEndpointTests {
     @Test func aHeldPartitionThatDeliversRecordsIsPausedAgain() async throws {
         let environment = try LocalEnvironment(partitions: 1)
         defer { environment.close() }
-        let port = environment.simulator.port
-        let bridge = try RunningBridge(environment, groupID: "status-paused-again") { yaml in
-            yaml.replacingOccurrences(of: "_url: https://127.0.0.1:\(port)", with: "_url: https://127.0.0.1:1")
-        }
+        let bridge = try Self.bridgeWithAPNsUnreachable(environment, groupID: "status-paused-again")
         defer { bridge.stop() }
         #expect(await eventually(timeout: .seconds(30)) { bridge.pipeline.pausedPartitionCount == 1 })
         try bridge.pipeline.consumer.resume([KafkaTopicPartition(topic: environment.requestTopic, partition: 0)])
-        func records(_ prefix: String, _ range: Range<Int>) -> [DemoWorkload.Record] {
-            range.map { index in
-                DemoWorkload.Record(
-                    key: Array("\(prefix)\(index)".utf8),
-                    value: Array(#"{"id":"\#(prefix)\#(index)","token":"\#(String(format: "%064lx", index + 1))","payload":{"aps":{}}}"#.utf8))
-            }
-        }
         func consumed() -> Double { bridge.samples("apns_bridge_records_consumed_total").values.reduce(0, +) }
-        try environment.produceRequests(records("a", 0..<30))
+        try environment.produceRequests(Self.requests("a", 0..<30))
         #expect(await eventually(timeout: .seconds(20)) { bridge.pipeline.repeatedPauseCount >= 1 })
         let consumedBeforeThePause = consumed()
         #expect(consumedBeforeThePause >= 1)
 
-        try environment.produceRequests(records("b", 30..<60))
+        try environment.produceRequests(Self.requests("b", 30..<60))
         #expect(await eventually(timeout: .seconds(20)) {
             bridge.samples("apns_bridge_consumer_lag")["{topic=\"apns.requests\",partition=\"0\"}"] == 60
         })
         #expect(consumed() == consumedBeforeThePause)
         #expect(bridge.pipeline.pausedPartitionCount == 1)
+    }
+
+    /// A bridge whose APNs endpoint refuses connections (fetching pauses as it starts).
+    private static func bridgeWithAPNsUnreachable(_ environment: LocalEnvironment, groupID: String) throws -> RunningBridge {
+        let port = environment.simulator.port
+        return try RunningBridge(environment, groupID: groupID) { yaml in
+            yaml.replacingOccurrences(of: "_url: https://127.0.0.1:\(port)", with: "_url: https://127.0.0.1:1")
+        }
+    }
+
+    /// Single-token requests `<prefix><index>` for the indices of `range`.
+    private static func requests(_ prefix: String, _ range: Range<Int>) -> [DemoWorkload.Record] {
+        range.map { index in
+            DemoWorkload.Record(
+                key: Array("\(prefix)\(index)".utf8),
+                value: Array(#"{"id":"\#(prefix)\#(index)","token":"\#(String(format: "%064lx", index + 1))","payload":{"aps":{}}}"#.utf8))
+        }
     }
 
     @Test func countersFollowTheWorkAndPromtoolAcceptsTheOutput() async throws {
