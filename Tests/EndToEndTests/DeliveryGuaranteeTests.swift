@@ -234,8 +234,10 @@ struct DeliveryGuaranteeTests {
         if first.pipeline.handOverCommitRefusalCount == 0 {
             #expect(second.pipeline.peakInFlight == 0, "the new owner took \(second.pipeline.peakInFlight) notifications again")
         } else {
+            // The one hand-over's commit refused: the new owner did those records again.
             #expect(!exactlyOnce)
-            #expect(second.pipeline.peakInFlight <= count / 2)
+            #expect(first.pipeline.handOverCommitRefusalCount == 1)
+            #expect(second.pipeline.peakInFlight > 0)
         }
         #expect(first.stop() == 0)
         #expect(second.stop() == 0)

@@ -81,11 +81,9 @@ extension BridgePipeline {
     /// APNs unreachable, uncommitted span), to notice records still coming from one. Empty,
     /// without allocating, while nothing is paused.
     func partitionsPausedByBridge() -> Set<KafkaTopicPartition> {
-        var paused = Set(fetchHold.withLock { $0.partitions })
-        if spanPausedCount.load(ordering: .relaxed) > 0 {
-            paused.formUnion(spanPausedSnapshot)
-        }
-        return paused
+        let held = fetchHold.withLock { $0.partitions }
+        guard spanPausedCount.load(ordering: .relaxed) > 0 else { return Set(held) }
+        return held.isEmpty ? spanPausedSnapshot : spanPausedSnapshot.union(held)
     }
 
     /// Pauses again partitions that delivered records while the bridge had them paused. librdkafka
@@ -94,7 +92,11 @@ extension BridgePipeline {
     /// fetching, and with the in-flight limit reached its records would pile up waiting. The
     /// records themselves are processed as usual.
     func pauseAgain(_ strays: Set<KafkaTopicPartition>) {
-        let assigned = partitions.withLock { map in strays.filter { map[$0] != nil } }
+        // Only those still paused by the bridge now: a rebalance inside the poll may have let one
+        // go (a revoked or lost partition leaves the uncommitted-span bound's pause), and its
+        // records are then the partition's own again.
+        let stillPaused = partitionsPausedByBridge()
+        let assigned = partitions.withLock { map in strays.filter { map[$0] != nil && stillPaused.contains($0) } }
         guard !assigned.isEmpty else { return }
         logger.debug("records came from a partition the bridge paused: pausing it again",
                      metadata: ["kafka.partitions": describe(assigned.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) })])

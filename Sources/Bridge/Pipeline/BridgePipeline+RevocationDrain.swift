@@ -76,10 +76,14 @@ extension BridgePipeline {
     /// completes a rebalance (librdkafka's mock cluster also while members rejoin): the new
     /// owner then processes the drained records again, and this says so.
     func commitDrainedOffsets(of leaving: [PartitionProgress]) {
+        stampWaitingOnPurpose()
+        defer { stampWaitingOnPurpose() }
         do {
             try consumer.commitSync()
         } catch {
-            handOverCommitsRefused.add(1, ordering: .relaxed)
+            if let error = error as? KafkaError, KafkaError.Code.groupRefusals.contains(error.code) {
+                handOverCommitsRefused.add(1, ordering: .relaxed)
+            }
             logger.warning("offsets of revoked partitions not committed: their new owner processes their last records again",
                            metadata: ["kafka.partitions": describe(leaving.map(\.topicPartition)), "error": "\(error)"])
         }
