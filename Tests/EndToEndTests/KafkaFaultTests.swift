@@ -82,10 +82,11 @@ struct KafkaFaultTests {
         defer { scenario.close() }
         try runThroughFault(scenario) { scenario in
             // The errors meet any client's produce requests, so they are pushed once the test's
-            // own requests are written; APNs answers the second half a second late, so that all
-            // of its results are produced after that (a fast bridge had produced them before).
+            // own requests are written; APNs answers the second half 5 s late, so that all of its
+            // results are produced after that (a fast bridge had produced them before; with 1 s,
+            // closing the test's producer under a loaded machine took longer now and then).
             var faults = scenario.environment.simulator.faults
-            faults.latency = .seconds(1)
+            faults.latency = .seconds(5)
             try scenario.environment.simulator.setFaults(faults)
             try scenario.environment.produceRequests(scenario.secondHalf)
             for broker: Int32 in 1...3 {
