@@ -73,9 +73,10 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         /// The group coordinator turning a member's commit away: the group is rebalancing, or the
         /// member's generation or id is no longer the group's.
         public static let groupRefusals: Set<Int32> = [
-            RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS.rawValue, RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION.rawValue,
-            RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID.rawValue,
+            rebalanceInProgress, RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION.rawValue, RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID.rawValue,
         ]
+        /// The group is rebalancing (`REBALANCE_IN_PROGRESS`, 27).
+        public static let rebalanceInProgress: Int32 = RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS.rawValue
         /// The record is larger than the broker accepts (`MSG_SIZE_TOO_LARGE`, 10).
         public static let messageSizeTooLarge: Int32 = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE.rawValue
     }

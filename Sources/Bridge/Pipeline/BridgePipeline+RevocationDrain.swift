@@ -73,8 +73,9 @@ extension BridgePipeline {
     /// At least once, in the rebalance callback after a drain: commits the stored offsets now,
     /// the leaving partitions' among them, rather than leaving them to librdkafka's commit at the
     /// unassign, which reports nothing back. A coordinator refuses a commit while the group
-    /// completes a rebalance (librdkafka's mock cluster also while members rejoin): the new
-    /// owner then processes the drained records again, and this says so.
+    /// completes a rebalance (librdkafka's mock cluster also while members rejoin): this says so;
+    /// librdkafka's commit at the unassign tries once more, and if the group refuses that too
+    /// the new owner processes the drained records again.
     func commitDrainedOffsets(of leaving: [PartitionProgress]) {
         stampWaitingOnPurpose()
         defer { stampWaitingOnPurpose() }
@@ -84,7 +85,7 @@ extension BridgePipeline {
             if let error = error as? KafkaError, KafkaError.Code.groupRefusals.contains(error.code) {
                 handOverCommitsRefused.add(1, ordering: .relaxed)
             }
-            logger.warning("offsets of revoked partitions not committed: their new owner processes their last records again",
+            logger.warning("offsets of revoked partitions not committed at the hand-over: unless the commit as they leave goes through, their new owner processes those records again",
                            metadata: ["kafka.partitions": describe(leaving.map(\.topicPartition)), "error": "\(error)"])
         }
     }
