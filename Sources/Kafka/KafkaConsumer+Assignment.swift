@@ -33,7 +33,7 @@ extension KafkaConsumer {
             let result = pause ? rd_kafka_pause_partitions(rk, list.pointer) : rd_kafka_resume_partitions(rk, list.pointer)
             guard result == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(result, context: action) }
         }
-        if let failure = KafkaConsumer.partitionFailures(list, action: action) {
+        if let failure = KafkaConsumer.partitionFailures(list.pointer, action: action) {
             throw failure
         }
     }

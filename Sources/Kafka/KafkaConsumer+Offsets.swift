@@ -23,38 +23,70 @@ extension KafkaConsumer {
                 throw KafkaError(result, context: "store offsets")
             }
         }
-        if let failure = KafkaConsumer.partitionFailures(list, action: "store offsets") {
+        if let failure = KafkaConsumer.partitionFailures(list.pointer, action: "store offsets") {
             throw failure
         }
     }
 
-    /// Commits the stored offsets now and waits for the broker's answer (polling thread).
-    /// Having nothing new to commit is not an error.
-    /// - Throws: ``KafkaError`` when the commit fails or the consumer is closed.
-    public func commitSync() throws {
+    /// Commits the stored offsets now and waits for the broker's answer (polling thread), until
+    /// `deadline` (``Timestamp/monotonicNanoseconds()``) at most. Having nothing new to commit is
+    /// not an error.
+    /// - Throws: ``KafkaError`` when the commit fails, when the deadline passes first
+    ///   (`_TIMED_OUT`; librdkafka's commit goes on, its answer unread), or when the consumer is
+    ///   closed.
+    public func commitSync(until deadline: UInt64 = .max) throws {
         guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
-        let result = rd_kafka_commit(client.pointer, nil, 0)
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR || result == RD_KAFKA_RESP_ERR__NO_OFFSET else {
-            throw KafkaError(result, context: "commit offsets")
+        let result = commitWaiting(nil, until: deadline)
+        guard result.code == RD_KAFKA_RESP_ERR_NO_ERROR || result.code == RD_KAFKA_RESP_ERR__NO_OFFSET else {
+            throw KafkaError(result.code, context: "commit offsets")
         }
     }
 
     /// Commits exactly these offsets now and waits for the broker's answer (polling thread, also
-    /// from inside the rebalance handler).
-    /// - Throws: ``KafkaError`` when the commit fails, also for single partitions.
-    public func commitSync(_ offsets: [(KafkaTopicPartition, nextOffset: Int64)]) throws {
+    /// from inside the rebalance handler), until `deadline` at most.
+    /// - Throws: ``KafkaError`` when the commit fails, also for single partitions, or when the
+    ///   deadline passes first (`_TIMED_OUT`).
+    public func commitSync(_ offsets: [(KafkaTopicPartition, nextOffset: Int64)], until deadline: UInt64 = .max) throws {
         guard !offsets.isEmpty else { return }
         guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
         let list = RDKafkaTopicPartitionList(capacity: offsets.count)
         for (partition, nextOffset) in offsets {
             list.add(partition, offset: nextOffset)
         }
-        let result = rd_kafka_commit(client.pointer, list.pointer, 0)
-        guard result == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError(result, context: "commit offsets")
+        let result = commitWaiting(list, until: deadline)
+        guard result.code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(result.code, context: "commit offsets")
         }
-        if let failure = KafkaConsumer.partitionFailures(list, action: "commit offsets") {
+        if let failure = result.partitionFailures {
             throw failure
+        }
+    }
+
+    /// Starts a commit of `offsets` (nil: the stored offsets) and waits for its answer until
+    /// `deadline`: librdkafka's own synchronous commit waits as long as the group coordinator
+    /// takes (up to `session.timeout.ms` for one to be found), more than a rebalance callback or
+    /// a stop can give. Past the deadline the commit goes on inside librdkafka and its answer is
+    /// dropped with the queue.
+    /// - Returns: the commit's error (`_TIMED_OUT` when the deadline came first) and the
+    ///   partitions the broker refused.
+    func commitWaiting(_ offsets: RDKafkaTopicPartitionList?, until deadline: UInt64)
+        -> (code: rd_kafka_resp_err_t, partitionFailures: KafkaError?)
+    {
+        guard let queue = rd_kafka_queue_new(client.pointer) else { return (RD_KAFKA_RESP_ERR__FAIL, nil) }
+        defer { rd_kafka_queue_destroy(queue) }
+        let started = rd_kafka_commit_queue(client.pointer, offsets?.pointer, queue, nil, nil)
+        guard started == RD_KAFKA_RESP_ERR_NO_ERROR else { return (started, nil) }
+        while true {
+            let now = Timestamp.monotonicNanoseconds()
+            guard deadline > now else { return (RD_KAFKA_RESP_ERR__TIMED_OUT, nil) }
+            let waitMilliseconds = Int32(min((deadline - now) / 1_000_000 + 1, 100))
+            guard let event = rd_kafka_queue_poll(queue, waitMilliseconds) else { continue }
+            defer { rd_kafka_event_destroy(event) }
+            guard rd_kafka_event_type(event) == RD_KAFKA_EVENT_OFFSET_COMMIT else { continue }
+            let failures = rd_kafka_event_topic_partition_list(event).flatMap { list in
+                KafkaConsumer.partitionFailures(list, action: "commit offsets")
+            }
+            return (rd_kafka_event_error(event), failures)
         }
     }
 
@@ -98,8 +130,8 @@ extension KafkaConsumer {
     }
 
     /// One error naming every entry of `list` whose `.err` is set, or nil.
-    static func partitionFailures(_ list: RDKafkaTopicPartitionList, action: String) -> KafkaError? {
-        let failed = RDKafkaTopicPartitionList.entries(of: list.pointer).filter { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }
+    static func partitionFailures(_ list: UnsafePointer<rd_kafka_topic_partition_list_t>, action: String) -> KafkaError? {
+        let failed = RDKafkaTopicPartitionList.entries(of: list).filter { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }
         guard let first = failed.first else { return nil }
         let details = failed.map { "\($0.partition) (\(String(cString: rd_kafka_err2str($0.error))))" }
         return KafkaError(

@@ -249,24 +249,16 @@ public final class KafkaConsumer: @unchecked Sendable {
 
     /// The final commit of the stored offsets, waited for until `deadline` at most.
     private func commitStoredOffsets(until deadline: UInt64) {
-        guard let queue = rd_kafka_queue_new(client.pointer) else { return }
-        defer { rd_kafka_queue_destroy(queue) }
-        var result = rd_kafka_commit_queue(client.pointer, nil, queue, nil, nil)
-        while result == RD_KAFKA_RESP_ERR_NO_ERROR {
-            let left = Self.millisecondsLeft(until: deadline)
-            guard left > 0 else {
-                logger.warning("final offset commit not confirmed in time; the offsets stay uncommitted")
-                return
+        let result = commitWaiting(nil, until: deadline)
+        switch result.code {
+        case RD_KAFKA_RESP_ERR_NO_ERROR, RD_KAFKA_RESP_ERR__NO_OFFSET:
+            if let failures = result.partitionFailures {
+                logger.warning("final offset commit failed", metadata: ["error": failures.description])
             }
-            guard let event = rd_kafka_queue_poll(queue, Int32(min(left, 100))) else { continue }
-            defer { rd_kafka_event_destroy(event) }
-            if rd_kafka_event_type(event) == RD_KAFKA_EVENT_OFFSET_COMMIT {
-                result = rd_kafka_event_error(event)
-                break
-            }
-        }
-        if result != RD_KAFKA_RESP_ERR_NO_ERROR, result != RD_KAFKA_RESP_ERR__NO_OFFSET {
-            logger.warning("final offset commit failed", metadata: ["error": KafkaError(result).description])
+        case RD_KAFKA_RESP_ERR__TIMED_OUT:
+            logger.warning("final offset commit not confirmed in time; the offsets stay uncommitted")
+        default:
+            logger.warning("final offset commit failed", metadata: ["error": KafkaError(result.code).description])
         }
     }
 

@@ -241,6 +241,34 @@ struct KafkaConsumerTests {
         #expect(try committed("manual") == 7)
     }
 
+    /// A commit waited for with a deadline gives up when its answer does not come by then (here
+    /// held back 5 s by the broker), where librdkafka's own synchronous commit would wait for
+    /// it; the broker took the commit when it arrived, and the next commit is answered again.
+    @Test func aCommitWaitedForWithADeadlineGivesUpWhenItsAnswerIsLate() throws {
+        let cluster = try MockKafkaCluster(brokers: 1)
+        defer { cluster.close() }
+        try KafkaTestSupport.createFilledTopic("late", partitions: 1, count: 10, on: cluster)
+        let consumer = try KafkaTestSupport.groupConsumer(of: "late", groupID: "late-answers", on: cluster)
+        defer { consumer.close() }
+        #expect(try KafkaTestSupport.consume(consumer, count: 10, seconds: 30).count == 10)
+        let partition = KafkaTopicPartition(topic: "late", partition: 0)
+        cluster.pushBrokerRequestErrors(broker: 1, apiKey: MockKafkaCluster.APIKey.offsetCommit, errors: [0], rttMilliseconds: 5_000)
+
+        let started = ContinuousClock.now
+        let error = #expect(throws: KafkaError.self) {
+            try consumer.commitSync([(partition, nextOffset: 4)], until: Timestamp.monotonicNanoseconds() + 300_000_000)
+        }
+        #expect(error?.code == KafkaError.Code.timedOut)
+        #expect(ContinuousClock.now - started < .seconds(4))
+        #expect(try KafkaTopicReader.committedOffsets(
+            bootstrapServers: cluster.bootstrapServers, groupID: "late-answers", topic: "late", partitions: 1) == [0: 4])
+
+        try consumer.storeOffsets([(partition, nextOffset: 9)])
+        try consumer.commitSync()
+        #expect(try KafkaTopicReader.committedOffsets(
+            bootstrapServers: cluster.bootstrapServers, groupID: "late-answers", topic: "late", partitions: 1) == [0: 9])
+    }
+
     @Test func storingOffsetsOfAnUnassignedPartitionFails() throws {
         let cluster = try MockKafkaCluster(brokers: 1)
         defer { cluster.close() }
