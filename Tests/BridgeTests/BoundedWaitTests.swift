@@ -70,4 +70,13 @@ import Testing
         #expect(try drain("  consumer: {max.poll.interval.ms: \"120000\", session.timeout.ms: 300000}\nshutdown_timeout: 90s")
                 == 60_000_000_000)
     }
+
+    /// The hand-over's commit ends with the hand-over's bound, and has at least a second of its
+    /// own when the drain used (nearly) all of it.
+    @Test func theHandOversCommitEndsWithTheBoundAndHasAtLeastASecond() {
+        let second: UInt64 = 1_000_000_000
+        #expect(BridgePipeline.handOverCommitDeadline(100 * second, now: 90 * second) == 100 * second)
+        #expect(BridgePipeline.handOverCommitDeadline(100 * second, now: 99 * second + 1) == 100 * second + 1)
+        #expect(BridgePipeline.handOverCommitDeadline(100 * second, now: 120 * second) == 121 * second)
+    }
 }

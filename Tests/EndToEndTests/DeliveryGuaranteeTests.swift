@@ -277,6 +277,50 @@ struct DeliveryGuaranteeTests {
         #expect(second.stop() == 0)
     }
 
+    /// At least once, a hand-over commit the group coordinator takes but does not answer in time
+    /// (its answer held back 15 s on the mock broker): the revoking member stops waiting for it
+    /// at the hand-over's bound (half of the 6 s session, the drain's wait included) and lets the
+    /// partitions go, rather than staying in the rebalance callback until the answer comes
+    /// (librdkafka's own commit waits that long). The coordinator took the commit when it
+    /// arrived, so nothing is lost or left uncommitted.
+    @Test func aHandOverCommitTheCoordinatorDoesNotAnswerEndsAtTheHandOversBound() throws {
+        let environment = try LocalEnvironment(partitions: 4)
+        defer { environment.close() }
+        let count = 40
+        try environment.produceRequests(Self.requests(count))
+        // Answered after the rebalance (the mock cluster's join round lasts the session less a
+        // second) and within the hand-over's 3 s bound, so the drain ends and its commit is sent.
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(7)))
+        // No periodic commit meets the held answer first: the hand-over's is the first commit.
+        let yaml = environment.configurationYAML(groupID: "e2e-handover-unanswered")
+            .replacingOccurrences(of: "auto.commit.interval.ms: 200", with: "auto.commit.interval.ms: 600000")
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 30s")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
+        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
+
+        let first = try BackgroundPipeline(configuration: configuration)
+        defer { first.stop() }
+        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
+        environment.kafka.pushBrokerRequestErrors(
+            broker: 1, apiKey: MockKafkaCluster.APIKey.offsetCommit, errors: [0], rttMilliseconds: 15_000)
+
+        let started = ContinuousClock.now
+        let second = try BackgroundPipeline(configuration: configuration)
+        defer { second.stop() }
+        // The rebalance about 5 s in, the bound 3 s later: without it, the callback would wait
+        // for the answer until about 22 s in.
+        #expect(waitFor(timeout: .seconds(14)) { first.pipeline.handOverCommitTimeoutCount == 1 })
+        #expect(ContinuousClock.now - started < .seconds(14))
+        #expect(first.pipeline.handOverCommitRefusalCount == 0)
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,
+            expectedCount: count, timeoutMilliseconds: 60_000, settleMilliseconds: 500)
+        #expect(Set(Self.requestIDs(results)) == Set((0..<count).map { "g\($0)" }))
+        #expect(first.stop() == 0)
+        #expect(second.stop() == 0)
+        #expect(waitFor(timeout: .seconds(30)) { (try? environment.committedRequestCount(groupID: "e2e-handover-unanswered")) == Int64(count) })
+    }
+
     /// Also exactly once, where outputs leave memory only when their transaction commits: the
     /// in-flight work must drain through the committer, or admission stops for good at the limit,
     /// also when transactions fail and their batches are produced again (two aborts here).

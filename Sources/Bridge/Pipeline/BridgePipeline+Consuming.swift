@@ -231,7 +231,8 @@ extension BridgePipeline {
             logger.info("partitions revoked", metadata: ["kafka.partitions": describe(revoked)])
             let leaving = partitions.withLock { map in revoked.compactMap { map.removeValue(forKey: $0) } }
             assignmentGeneration.add(1, ordering: .relaxed)
-            let drained = if case .revoked = event { drainLeavingWork(leaving) } else { false }
+            let handOverEnds = handOverDeadline()
+            let drained = if case .revoked = event { drainLeavingWork(leaving, until: handOverEnds) } else { false }
             if let committer {
                 // Commit what they released, drop the rest: the new owner starts where this stops.
                 // Lost partitions commit nothing more: the group may have given them to another member.
@@ -242,7 +243,7 @@ extension BridgePipeline {
                 }
                 if case .revoked = event, fatalReason == nil {
                     do {
-                        try consumer.commitSync(offsets)
+                        try consumer.commitSync(offsets, until: Self.handOverCommitDeadline(handOverEnds))
                     } catch {
                         logger.debug("offsets of revoked partitions not committed again", metadata: ["error": "\(error)"])
                     }
@@ -250,7 +251,7 @@ extension BridgePipeline {
             } else if let offsetStores {
                 offsetStores.revoke(leaving)  // what completed is stored as they leave, under each one's lock
                 if drained, fatalReason == nil {
-                    commitDrainedOffsets(of: leaving)
+                    commitDrainedOffsets(of: leaving, handOverEnds: handOverEnds)
                 }
             } else {
                 for progress in leaving { progress.revoke() }

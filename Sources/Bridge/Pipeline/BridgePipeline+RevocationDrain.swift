@@ -28,8 +28,23 @@ extension BridgePipeline {
         lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
     }
 
+    /// The monotonic time by which a revocation starting now hands its partitions over: the
+    /// drain's wait and the commit of what it drained end by then (the commit is given at least a
+    /// second of its own, see ``commitDrainedOffsets(of:handOverEnds:)``).
+    func handOverDeadline() -> UInt64 {
+        Timestamp.monotonicNanoseconds() + Self.revocationDrainNanoseconds(configuration)
+    }
+
+    /// The deadline for a hand-over's commit: what is left of the hand-over's bound, and at least
+    /// a second (a drain that ends at the bound still gets its commit a chance). Half of
+    /// `session.timeout.ms` plus a second stays inside the session (a broker accepts no session
+    /// under 6 s by default), so the member rejoins in time.
+    static func handOverCommitDeadline(_ handOverEnds: UInt64, now: UInt64 = Timestamp.monotonicNanoseconds()) -> UInt64 {
+        max(handOverEnds, now + 1_000_000_000)
+    }
+
     /// Consumer thread, in the rebalance callback, before partitions handed back to the group
-    /// (not lost) let go: waits, up to ``revocationDrainNanoseconds(_:)``, for the work in flight of
+    /// (not lost) let go: waits, until `handOverEnds` (``handOverDeadline()``), for the work in flight of
     /// their records (notifications at APNs, outputs waiting for Kafka's acknowledgement) to
     /// finish, so that their offsets are committed as they leave and the new owner starts after
     /// them. Without the wait, every rebalance (an instance joining or leaving the group) sent
@@ -41,11 +56,11 @@ extension BridgePipeline {
     /// wait) is left uncommitted, as before: the new owner sends it again, never loses it.
     /// - Returns: whether it waited (the leaving partitions had work in flight).
     @discardableResult
-    func drainLeavingWork(_ leaving: [PartitionProgress]) -> Bool {
+    func drainLeavingWork(_ leaving: [PartitionProgress], until handOverEnds: UInt64) -> Bool {
         guard !isStopRequested, fatalReason == nil, transactionsReady,
               leaving.contains(where: \.hasWorkInFlight) else { return false }
         let started = Timestamp.monotonicNanoseconds()
-        let outcome = BoundedWait(timeoutNanoseconds: Self.revocationDrainNanoseconds(configuration)).wait(
+        let outcome = BoundedWait(timeoutNanoseconds: handOverEnds > started ? handOverEnds - started : 0).wait(
             now: { Timestamp.monotonicNanoseconds() },
             until: { !leaving.contains(where: \.hasWorkInFlight) },
             shouldStop: { isStopRequested || fatalReason != nil },
@@ -75,17 +90,25 @@ extension BridgePipeline {
     /// unassign, which reports nothing back. A coordinator refuses a commit while the group
     /// completes a rebalance (librdkafka's mock cluster also while members rejoin): this says so;
     /// librdkafka's commit at the unassign tries once more, and if the group refuses that too
-    /// the new owner processes the drained records again.
-    func commitDrainedOffsets(of leaving: [PartitionProgress]) {
+    /// the new owner processes the drained records again. The commit is waited for until
+    /// ``handOverCommitDeadline(_:now:)`` only: librdkafka's own waits for the group coordinator
+    /// as long as `session.timeout.ms`, and a member that stays in the callback that long is
+    /// dropped from the group.
+    func commitDrainedOffsets(of leaving: [PartitionProgress], handOverEnds: UInt64) {
         stampWaitingOnPurpose()
         defer { stampWaitingOnPurpose() }
         do {
-            try consumer.commitSync()
+            try consumer.commitSync(until: Self.handOverCommitDeadline(handOverEnds))
         } catch {
-            if let error = error as? KafkaError, KafkaError.Code.groupRefusals.contains(error.code) {
+            let code = (error as? KafkaError)?.code
+            if let code, KafkaError.Code.groupRefusals.contains(code) {
                 handOverCommitsRefused.add(1, ordering: .relaxed)
+            } else if code == KafkaError.Code.timedOut {
+                handOverCommitsTimedOut.add(1, ordering: .relaxed)
             }
-            logger.warning("offsets of revoked partitions not committed at the hand-over: unless the commit as they leave goes through, their new owner processes those records again",
+            logger.warning(code == KafkaError.Code.timedOut
+                           ? "offsets of revoked partitions: the hand-over's commit went unanswered within the hand-over's bound; the partitions leave and the commit goes on: unless it or the commit as they leave goes through, their new owner processes those records again"
+                           : "offsets of revoked partitions not committed at the hand-over: unless the commit as they leave goes through, their new owner processes those records again",
                            metadata: ["kafka.partitions": describe(leaving.map(\.topicPartition)), "error": "\(error)"])
         }
     }

@@ -46,6 +46,9 @@ public final class BridgePipeline: Sendable {
     let repeatedPauses = Atomic<Int>(0)
     /// At least once, commits of drained revoked partitions' offsets the group refused.
     let handOverCommitsRefused = Atomic<Int>(0)
+    /// At least once, commits of drained revoked partitions' offsets not answered within the
+    /// hand-over's bound.
+    let handOverCommitsTimedOut = Atomic<Int>(0)
     /// Fetching is paused because no APNs endpoint can be reached (`applyBackpressure`).
     let pausedWhileUnreachable = Atomic<Bool>(false)
     let peakInFlightValue = Atomic<Int>(0)
@@ -182,6 +185,12 @@ public final class BridgePipeline: Sendable {
     /// At least once, how many commits of drained revoked partitions' offsets the group refused.
     var handOverCommitRefusalCount: Int {
         handOverCommitsRefused.load(ordering: .relaxed)
+    }
+
+    /// At least once, how many commits of drained revoked partitions' offsets went unanswered
+    /// within the hand-over's bound.
+    var handOverCommitTimeoutCount: Int {
+        handOverCommitsTimedOut.load(ordering: .relaxed)
     }
 
     var isStopRequested: Bool {
