@@ -79,6 +79,7 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard case .writing = phase else { return }
         flushOutput()
+        processInput()  // requests that came pipelined behind the one just answered
     }
 
     /// Reads what the socket has. Returns false when the connection closed meanwhile.
@@ -110,21 +111,26 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         }
     }
 
+    /// Answers the complete requests in `input`, one after the other while each answer is
+    /// written at once (pipelined requests), in a loop: a burst of thousands of small requests
+    /// in one read never nests calls.
     private func processInput() {
-        switch HTTP1RequestParser.parse(input[...], maxHeadBytes: server.limits.maxHeadBytes) {
-        case .incomplete:
-            return
-        case .refused(let status, let message):
-            input.removeAll()
-            respond(HTTP1Response.text(status, message), includeBody: true, keepAlive: false)
-        case .request(let request, let consumed):
-            input.removeFirst(consumed)
-            guard request.method == "GET" || request.method == "HEAD" else {
-                let response = HTTP1Response.text(405, "only GET and HEAD are served", headers: [("Allow", "GET, HEAD")])
-                respond(response, includeBody: true, keepAlive: request.keepsAlive && !peerFinished)
+        while case .readingHead = phase, !input.isEmpty {
+            switch HTTP1RequestParser.parse(input[...], maxHeadBytes: server.limits.maxHeadBytes) {
+            case .incomplete:
                 return
+            case .refused(let status, let message):
+                input.removeAll()
+                respond(HTTP1Response.text(status, message), includeBody: true, keepAlive: false)
+            case .request(let request, let consumed):
+                input.removeFirst(consumed)
+                guard request.method == "GET" || request.method == "HEAD" else {
+                    let response = HTTP1Response.text(405, "only GET and HEAD are served", headers: [("Allow", "GET, HEAD")])
+                    respond(response, includeBody: true, keepAlive: request.keepsAlive && !peerFinished)
+                    continue
+                }
+                respond(server.handler(request), includeBody: request.method != "HEAD", keepAlive: request.keepsAlive && !peerFinished)
             }
-            respond(server.handler(request), includeBody: request.method != "HEAD", keepAlive: request.keepsAlive && !peerFinished)
         }
     }
 
@@ -167,12 +173,8 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
         phase = .readingHead
         loop.setInterest(fd: fd, .readable)
         waitingSince = server.nextWaitOrder()
-        if input.isEmpty {
-            arm(server.limits.idleTimeout, forHead: false)
-        } else {
-            arm(server.limits.headTimeout)
-            processInput()  // a pipelined request is already here
-        }
+        // A pipelined request already here is answered by the caller's loop (`processInput`).
+        arm(input.isEmpty ? server.limits.idleTimeout : server.limits.headTimeout, forHead: !input.isEmpty)
     }
 
     private func arm(_ duration: Duration, forHead: Bool = true) {

@@ -67,6 +67,24 @@ struct HTTP1ServerTests {
         #expect(client.waitForClose())
     }
 
+    /// Thousands of small requests pipelined in one burst are all answered, in order: each
+    /// read's requests are answered in a loop (before, each answer written at once answered the
+    /// next request from inside itself, one nested call per request).
+    @Test func aBurstOfPipelinedRequestsIsAnsweredInOrder() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let client = try fixture.client()
+        let count = 3_000
+        client.send((0..<count).map { "GET /echo?\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined())
+        var bodies: [String] = []
+        for _ in 0..<count {
+            guard let answer = client.readResponse() else { break }
+            bodies.append(answer.body)
+        }
+        #expect(bodies == (0..<count).map { "GET /echo \($0)\n" })
+        try expectStillServing(fixture)
+    }
+
     /// A probe that sends its request and shuts its sending side (`nc -N`, `curl` through some
     /// proxies) still gets its answer. The request and the end of stream usually come in one
     /// read (then the answer says `Connection: close`); on a slow machine they may come in two.
