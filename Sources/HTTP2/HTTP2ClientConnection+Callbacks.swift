@@ -102,15 +102,24 @@ func clientReadRequestBody(_ session: OpaquePointer?, _ streamID: Int32, _ buffe
 }
 
 extension HTTP2ClientConnection {
+    /// A `:status` value's code: three ASCII digits (nghttp2's own checks refuse anything else
+    /// before this runs), 0 for anything else, so that no value can overflow the arithmetic.
+    static func statusCode(_ value: UnsafeBufferPointer<UInt8>) -> Int {
+        guard value.count == 3 else { return 0 }
+        var status = 0
+        for byte in value {
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit <= 9 else { return 0 }
+            status = status * 10 + Int(digit)
+        }
+        return status
+    }
+
     func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard let index = streams.slot(of: streamID) else { return }
         if name.first == UInt8(ascii: ":") {
             if ByteScan.equals(name, ":status") {
-                var status = 0
-                for digit in value where digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") {
-                    status = status * 10 + Int(digit - UInt8(ascii: "0"))
-                }
-                streams[slot: index].status = status
+                streams[slot: index].status = Self.statusCode(value)
             }
             return
         }

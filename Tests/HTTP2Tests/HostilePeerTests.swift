@@ -46,6 +46,23 @@ struct HostilePeerTests {
         }
     }
 
+    /// A `:status` value is three digits or no status at all: no value (nghttp2 refuses these
+    /// first, but the parse does not lean on it) can overflow the arithmetic.
+    @Test func aStatusValueIsThreeDigitsOrNone() {
+        func code(_ text: String) -> Int {
+            Array(text.utf8).withUnsafeBufferPointer { HTTP2ClientConnection.statusCode($0) }
+        }
+        #expect(code("200") == 200)
+        #expect(code("503") == 503)
+        #expect(code("099") == 99)
+        #expect(code("") == 0)
+        #expect(code("20") == 0)
+        #expect(code("2000") == 0)
+        #expect(code("2a0") == 0)
+        #expect(code(" 200") == 0)
+        #expect(code(String(repeating: "9", count: 40)) == 0)
+    }
+
     @Test func endlessDataIsCutAtTheBodyCapByResettingTheStream() async throws {
         let fixture = try Fixture(.endlessData(status: 200))
         defer { fixture.tearDown() }
