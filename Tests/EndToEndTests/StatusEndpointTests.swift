@@ -60,13 +60,14 @@ struct StatusEndpointTests {
         }
     }
 
-    /// Bound before the pipeline exists (as `run` does), every endpoint says it is starting.
+    /// Bound before the pipeline exists (as `run` does), every endpoint says it is starting:
+    /// alive (a liveness probe must not restart a process for starting), not ready, no metrics.
     @Test func beforeThePipelineIsAttachedEverythingAnswersStarting() throws {
         let server = try BridgeStatusServer(host: "127.0.0.1", port: 0)
         defer { server.close() }
-        for path in ["/metrics", "/healthz", "/readyz"] {
+        for (path, status) in [("/metrics", 503), ("/healthz", 200), ("/readyz", 503)] {
             let answer = HTTPTestClient.get(port: server.port, path)
-            #expect(answer?.status == 503, "\(path)")
+            #expect(answer?.status == status, "\(path)")
             #expect(answer?.body == "starting\n", "\(path)")
         }
         #expect(throws: PipelineError.self) { try BridgeStatusServer(host: "127.0.0.1", port: server.port) }

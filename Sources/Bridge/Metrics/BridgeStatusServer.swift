@@ -12,7 +12,8 @@ import Synchronization
 ///
 /// `apns-bridge run` binds first and attaches the pipeline after, so an address that cannot be
 /// bound stops the process before it creates any Kafka client (a misconfigured instance never
-/// joins the consumer group). Until then every endpoint answers 503 `starting`.
+/// joins the consumer group). Until then every endpoint answers `starting`: `/healthz` with
+/// 200 (the process works), the others with 503.
 public final class BridgeStatusServer: Sendable {
     /// The bound port (the ephemeral one when `http.listen` has port 0).
     public let port: Int
@@ -29,7 +30,8 @@ public final class BridgeStatusServer: Sendable {
         let heartbeats: LoopHeartbeats
     }
 
-    /// Binds `host`:`port` and starts answering (503 `starting` until ``attach(_:)``).
+    /// Binds `host`:`port` and starts answering (`starting` until ``attach(_:)``: 200 on
+    /// `/healthz`, 503 elsewhere).
     /// - Parameter stallThreshold: how long a loop may go without answering before `/healthz`
     ///   fails (default 30 s).
     /// - Throws: `PipelineError` naming `http.listen` when the address cannot be bound (in use,
@@ -46,7 +48,11 @@ public final class BridgeStatusServer: Sendable {
         do {
             server = try HTTP1Server(host: host, port: port, loop: loop, limits: limits) { request in
                 let current = served.withLock { $0 }
-                guard let current, let pipeline = current.pipeline else { return .text(503, "starting") }
+                guard let current, let pipeline = current.pipeline else {
+                    // The process works (this loop answers) while the pipeline is made: a liveness
+                    // probe must not restart it for starting; it is not ready yet.
+                    return .text(request.path == "/healthz" ? 200 : 503, "starting")
+                }
                 return Self.answer(request, pipeline: pipeline, heartbeats: current.heartbeats, stallThreshold: stallThreshold)
             }
         } catch {
