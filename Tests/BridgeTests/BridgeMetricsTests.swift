@@ -126,6 +126,11 @@ import Testing
         #expect(MetricLabels.reasonValues[MetricLabels.reasonIndex("TooManyProviderTokenUpdates")] == "TooManyProviderTokenUpdates")
         #expect(MetricLabels.statusValues[MetricLabels.statusIndex(503)] == "503")
         #expect(MetricLabels.statusValues[MetricLabels.statusIndex(299)] == "other")
+        #expect(MetricLabels.statusValues[MetricLabels.statusIndex(502)] == "5xx")
+        #expect(MetricLabels.statusValues[MetricLabels.statusIndex(504)] == "5xx")
+        #expect(MetricLabels.statusValues[MetricLabels.statusIndex(418)] == "4xx")
+        #expect(MetricLabels.statusValues[MetricLabels.statusIndex(600)] == "other")
+        #expect(MetricLabels.statusValues[MetricLabels.statusIndex(-1)] == "other")
         #expect(Set(MetricLabels.reasonValues).count == MetricLabels.reasonValues.count)
     }
 }

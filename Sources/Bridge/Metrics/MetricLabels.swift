@@ -21,8 +21,10 @@ enum MetricLabels {
         .unrelatedKeyIdInToken, .badEnvironmentKeyIdInToken, .badEnvironmentKeyInToken,
     ]
 
-    /// `status` label values: the documented statuses, then `other`.
-    static let statusValues = apnsStatuses.map(String.init) + [other]
+    /// `status` label values: the documented statuses, then `4xx` and `5xx` for the statuses of
+    /// those classes Apple does not document (a proxy's 502 or 504: an alert on `status=~"5.."`
+    /// sees them), then `other`.
+    static let statusValues = apnsStatuses.map(String.init) + ["4xx", "5xx", other]
 
     /// `reason` label values: `none` (no reason, as in a 200), Apple's documented reasons, `other`.
     static let reasonValues = ["none"] + APNsReason.allKnown.map(\.rawValue) + [other]
@@ -33,7 +35,13 @@ enum MetricLabels {
 
     /// The index of a status in `statusValues`.
     static func statusIndex(_ status: Int) -> Int {
-        status == 200 ? 0 : statusIndexes[status] ?? apnsStatuses.count  // the common answer without hashing
+        if status == 200 { return 0 }  // the common answer without hashing
+        if let index = statusIndexes[status] { return index }
+        switch status {
+        case 400..<500: return apnsStatuses.count
+        case 500..<600: return apnsStatuses.count + 1
+        default: return apnsStatuses.count + 2
+        }
     }
 
     /// The index of a reason in `reasonValues` (`nil` → `none`; an unknown string → `other`).
