@@ -247,6 +247,18 @@ import Testing
         }
     }
 
+    /// A request deadline under 100 ms (`10ms` written for `10s`) would time out every stream:
+    /// refused, naming the key.
+    @Test func aRequestTimeoutUnderAHundredMillisecondsIsRefused() throws {
+        let accepted = try BridgeConfiguration.parse(yaml: Self.minimal + "\napns: {request_timeout: 100ms}\n", environment: [:])
+        #expect(accepted.apns.requestTimeout == .milliseconds(100))
+        for value in ["1ms", "10ms", "99ms"] {
+            let error = try #require(parseError(Self.minimal + "\napns: {request_timeout: \(value)}\n"), "\(value)")
+            #expect(error.keyPath == "apns.request_timeout")
+            #expect(error.message == "expected a duration of at least 100ms, got \"\(value)\"")
+        }
+    }
+
     @Test func unknownKeysAreNamedWithTheirFullPath() throws {
         let cases: [(String, String)] = [
             (Self.minimal + "\nextra: 1\n", "extra"),

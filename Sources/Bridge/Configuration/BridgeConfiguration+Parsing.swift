@@ -142,6 +142,8 @@ extension BridgeConfiguration {
 
     /// The shortest `apns.ping_interval` and `apns.ping_timeout` accepted.
     static let minimumPingDuration = (value: Duration.seconds(1), text: "1s")
+    /// A request deadline under this (`10ms` written for `10s`) would time out every stream.
+    static let minimumRequestTimeout = (value: Duration.milliseconds(100), text: "100ms")
 
     static func parseAPNs(_ node: ConfigurationNode?) throws(ConfigurationError) -> APNsSettings {
         var apns = APNsSettings()
@@ -150,7 +152,7 @@ extension BridgeConfiguration {
         if let value = section.optional("production_url") { apns.productionURL = try parseEndpoint(value) }
         if let value = section.optional("sandbox_url") { apns.sandboxURL = try parseEndpoint(value) }
         if let value = section.optional("ca_file") { apns.caFile = try value.optionalFilePath() }
-        if let value = section.optional("request_timeout") { apns.requestTimeout = try value.duration() }
+        if let value = section.optional("request_timeout") { apns.requestTimeout = try value.duration(minimum: Self.minimumRequestTimeout) }
         // A PING every few milliseconds (`60ms` written for `60s`) would flood APNs, and a PING
         // timeout under a second would replace healthy connections whenever the network is slow:
         // both are refused.
