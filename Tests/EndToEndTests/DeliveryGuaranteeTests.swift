@@ -242,6 +242,29 @@ struct DeliveryGuaranteeTests {
         #expect(second.stop() == 0)
     }
 
+    /// The start of the hand-over scenarios: `count` requests on the environment's partitions
+    /// and a first member holding every one of them at APNs, which answers 7 s after a
+    /// notification went out: after the rebalance a second member starts (the mock cluster's join
+    /// round lasts the 6 s session less a second) and within the hand-over's 3 s bound, so the
+    /// drain ends and its commit is sent. Nothing is stored while every record waits for APNs, so
+    /// no commit is sent before the hand-over's (nor after it, without `periodicCommits`).
+    private static func firstMemberWithWorkAtAPNs(
+        in environment: LocalEnvironment, groupID: String, count: Int, periodicCommits: Bool = true
+    ) throws -> (BridgeConfiguration, BackgroundPipeline) {
+        try environment.produceRequests(requests(count))
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(7)))
+        var yaml = environment.configurationYAML(groupID: groupID)
+            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 30s")
+            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
+        if !periodicCommits {
+            yaml = yaml.replacingOccurrences(of: "auto.commit.interval.ms: 200", with: "auto.commit.interval.ms: 600000")
+        }
+        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
+        let first = try BackgroundPipeline(configuration: configuration)
+        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
+        return (configuration, first)
+    }
+
     /// At least once, a hand-over commit the group refuses (here an injected REBALANCE_IN_PROGRESS
     /// answer, the first commit after the work went to APNs): the revoking member says so and
     /// counts it; librdkafka's commit as the partitions leave tries once more (here it goes
@@ -250,18 +273,9 @@ struct DeliveryGuaranteeTests {
         let environment = try LocalEnvironment(partitions: 4)
         defer { environment.close() }
         let count = 40
-        try environment.produceRequests(Self.requests(count))
-        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(7)))
-        let yaml = environment.configurationYAML(groupID: "e2e-handover-refused")
-            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 30s")
-            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
-        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
-
-        let first = try BackgroundPipeline(configuration: configuration)
+        let (configuration, first) = try Self.firstMemberWithWorkAtAPNs(in: environment, groupID: "e2e-handover-refused", count: count)
         defer { first.stop() }
-        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
-        // Nothing is stored while every record waits for APNs, so no commit is sent before the
-        // hand-over's: the error meets it.
+        // The first commit since the work went to APNs is the hand-over's: the error meets it.
         environment.kafka.pushRequestErrors(apiKey: MockKafkaCluster.APIKey.offsetCommit, errors: [KafkaError.Code.rebalanceInProgress])
 
         let second = try BackgroundPipeline(configuration: configuration)
@@ -287,20 +301,10 @@ struct DeliveryGuaranteeTests {
         let environment = try LocalEnvironment(partitions: 4)
         defer { environment.close() }
         let count = 40
-        try environment.produceRequests(Self.requests(count))
-        // Answered after the rebalance (the mock cluster's join round lasts the session less a
-        // second) and within the hand-over's 3 s bound, so the drain ends and its commit is sent.
-        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(7)))
         // No periodic commit meets the held answer first: the hand-over's is the first commit.
-        let yaml = environment.configurationYAML(groupID: "e2e-handover-unanswered")
-            .replacingOccurrences(of: "auto.commit.interval.ms: 200", with: "auto.commit.interval.ms: 600000")
-            .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 30s")
-            .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
-        let configuration = try BridgeConfiguration.parse(yaml: yaml, environment: [:])
-
-        let first = try BackgroundPipeline(configuration: configuration)
+        let (configuration, first) = try Self.firstMemberWithWorkAtAPNs(
+            in: environment, groupID: "e2e-handover-unanswered", count: count, periodicCommits: false)
         defer { first.stop() }
-        #expect(waitFor(timeout: .seconds(30)) { first.pipeline.notificationsAwaitingAPNs == count })
         environment.kafka.pushBrokerRequestErrors(
             broker: 1, apiKey: MockKafkaCluster.APIKey.offsetCommit, errors: [0], rttMilliseconds: 15_000)
 
