@@ -1,4 +1,5 @@
 import APNs
+import APNsSimulator
 import Bridge
 import BridgeLocal
 import Foundation
@@ -220,5 +221,52 @@ struct PipelineEndToEndTests {
         )
         #expect(committed[0] == 2)
     }
-}
 
+    /// Each notification goes to its environment's endpoint: the app's (production here) unless
+    /// the request names the other, here two simulators on two ports. What only the sandbox
+    /// answers (`apns-unique-id`) reaches the results of the notifications sent there, and only
+    /// those.
+    @Test func eachNotificationGoesToItsEnvironmentsEndpoint() throws {
+        let environment = try LocalEnvironment(partitions: 1)
+        defer { environment.close() }
+        var sandboxConfiguration = environment.credentials.simulatorConfiguration()
+        sandboxConfiguration.sendsUniqueID = true
+        let sandbox = try APNsSimulator(configuration: sandboxConfiguration)
+        try sandbox.start()
+        defer { sandbox.close() }
+        let token = String(repeating: "5c", count: 32)
+        let count = 6
+        try environment.produceRequests((0..<count).map { index in
+            let override = index.isMultiple(of: 2) ? #","environment":"sandbox""# : ""
+            return DemoWorkload.Record(
+                key: Array("e\(index)".utf8), value: Array(#"{"id":"e\#(index)","token":"\#(token)"\#(override),"payload":{}}"#.utf8))
+        })
+        let yaml = environment.configurationYAML(groupID: "e2e-environments").replacingOccurrences(
+            of: "sandbox_url: https://127.0.0.1:\(environment.simulator.port)", with: "sandbox_url: https://127.0.0.1:\(sandbox.port)")
+        #expect(yaml.contains("sandbox_url: https://127.0.0.1:\(sandbox.port)"))
+        let runner = try BackgroundPipeline(configuration: try BridgeConfiguration.parse(yaml: yaml, environment: [:]))
+        defer { runner.stop() }
+
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: count,
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500)
+        #expect(runner.stop() == 0)
+        var byID: [String: [String: Any]] = [:]
+        for record in results {
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
+            byID[json["request_id"] as? String ?? ""] = json
+        }
+        #expect(byID.count == count)
+        for index in 0..<count {
+            let json = try #require(byID["e\(index)"])
+            #expect(json["outcome"] as? String == "delivered")
+            if index.isMultiple(of: 2) {
+                #expect((json["apns_unique_id"] as? String)?.count == 36, "e\(index)")
+            } else {
+                #expect(json["apns_unique_id"] is NSNull, "e\(index)")
+            }
+        }
+        #expect(sandbox.statistics.requestsReceived == count / 2)
+        #expect(environment.simulator.statistics.requestsReceived == count / 2)
+    }
+}
