@@ -33,7 +33,8 @@ public struct APNsSimulatorConfiguration: Sendable {
     /// it (certificate auth): a request without `authorization` is accepted for the certificate's
     /// bundle id (its subject `UID`, else its common name without Apple's "Apple Push Services: "
     /// prefix) and that id's `.voip`/`.complication`/… topics, and answered 400 TopicDisallowed
-    /// for other topics; a request with `authorization` is still judged by token auth.
+    /// for other topics; `authorization` is ignored on such a connection, as APNs ignores it with
+    /// certificate auth.
     public var clientCAFile: String?
     /// Trusted provider keys.
     public var authKeys: [AuthKey]

@@ -12,7 +12,7 @@ enum SimulatorCommand {
     static let help = """
     Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR [--hostname NAME …] | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
                                  [--unregistered TOKEN[:MILLIS] …] [--max-streams N] [--max-connections N]
-                                 [--threads N] [--client-ca FILE] [faults…]
+                                 [--threads N] [--client-ca FILE] [--sandbox] [faults…]
 
     An HTTP/2 + TLS server that answers like APNs: it verifies provider JWTs (ES256) against the
     trusted public keys and applies Apple's validation rules (BadDeviceToken, MissingTopic,
@@ -32,6 +32,8 @@ enum SimulatorCommand {
                            longest (no request being answered; GOAWAY), or is closed at once when
                            none is idle
       --threads N          event loop threads (default 1)
+      --sandbox            answer as the development (sandbox) environment does: every 200
+                           carries an apns-unique-id
 
     """ + "\n" + faultHelp + """
     Runs until SIGTERM or SIGINT.
@@ -45,7 +47,7 @@ enum SimulatorCommand {
             "listen", "credentials", "hostname", "cert", "key", "auth-key", "unregistered", "max-streams", "max-connections", "threads",
             "client-ca",
         ]
-        let options = try CommandLineOptions(arguments, accepting: .init(valued: valued.union(faultOptions)))
+        let options = try CommandLineOptions(arguments, accepting: .init(valued: valued.union(faultOptions), flags: ["help", "sandbox"]))
         if options.flag("help") {
             CommandLineInterface.write(help, to: 1)
             return 0
@@ -93,6 +95,7 @@ enum SimulatorCommand {
         }
         configuration.threads = try options.integer("threads", default: 1, in: 1...64)
         configuration.clientCAFile = options.value("client-ca")
+        configuration.sendsUniqueID = options.flag("sandbox")
         configuration.faults = faults
 
         let simulator: APNsSimulator

@@ -17,12 +17,30 @@ struct SimulatorProcessTests {
         let delivered = try Self.send(configFile, token: String(repeating: "12", count: 32))
         #expect(delivered.status == 0, "\(delivered.error)")
         #expect(delivered.output.contains(#""outcome":"delivered""#))
+        #expect(delivered.output.contains(#""apns_unique_id":null"#))  // production's answers carry none
 
         let rejected = try Self.send(configFile, token: gone)
         #expect(rejected.status == 1)
         #expect(rejected.output.contains(#""reason":"Unregistered""#))
         #expect(rejected.output.contains(#""unregistered_at":1700000000999"#))
 
+        kill(simulator.processIdentifier, SIGTERM)
+        #expect(BridgeBinary.wait(simulator, seconds: 10) == 0)
+    }
+
+    /// `--sandbox`: answered as the development environment, whose 200s carry an
+    /// `apns-unique-id`, which reaches the result.
+    @Test func theSandboxFlagAddsAUniqueIDToEveryDeliveredAnswer() throws {
+        let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (simulator, port) = try Self.startSimulator(directory: directory, ["--sandbox"])
+        defer { BridgeBinary.stop(simulator) }
+        let configFile = try Self.sendConfiguration(port: port, directory: directory)
+        let delivered = try Self.send(configFile, token: String(repeating: "12", count: 32))
+        #expect(delivered.status == 0, "\(delivered.error)")
+        #expect(delivered.output.contains(#""outcome":"delivered""#))
+        let uniqueID = delivered.output.firstRange(of: #/"apns_unique_id":"([0-9a-fA-F-]{36})"/#)
+        #expect(uniqueID != nil, "\(delivered.output)")
         kill(simulator.processIdentifier, SIGTERM)
         #expect(BridgeBinary.wait(simulator, seconds: 10) == 0)
     }
