@@ -40,6 +40,9 @@ public struct APNsSimulatorConfiguration: Sendable {
     public var authKeys: [AuthKey]
     /// Device token (hex) → Unix milliseconds reported in 410 Unregistered answers.
     public var unregisteredTokens: [String: Int64]
+    /// Device token (hex) → the bundle id of the app it was issued to: a request for it to
+    /// another app's topic is answered 400 DeviceTokenNotForTopic.
+    public var tokenApps: [String: String]
     /// SETTINGS_MAX_CONCURRENT_STREAMS the simulator announces.
     public var maxConcurrentStreams: Int
     /// The most connections open at once; nil: as many as the process's descriptor limit
@@ -63,6 +66,7 @@ public struct APNsSimulatorConfiguration: Sendable {
         clientCAFile: String? = nil,
         authKeys: [AuthKey] = [],
         unregisteredTokens: [String: Int64] = [:],
+        tokenApps: [String: String] = [:],
         maxConcurrentStreams: Int = 1000,
         maxConnections: Int? = nil,
         threads: Int = 1,
@@ -76,6 +80,7 @@ public struct APNsSimulatorConfiguration: Sendable {
         self.clientCAFile = clientCAFile
         self.authKeys = authKeys
         self.unregisteredTokens = unregisteredTokens
+        self.tokenApps = tokenApps
         self.maxConcurrentStreams = maxConcurrentStreams
         self.maxConnections = maxConnections
         self.threads = threads
@@ -92,7 +97,7 @@ public struct APNsSimulatorConfiguration: Sendable {
             keys[key.keyID] = JWTVerifier.TrustedKey(publicKey: try APNsPublicKey(pem: key.publicKeyPEM), teamID: key.teamID)
         }
         return APNsSimulatorRules(verifier: JWTVerifier(keys: keys, clock: clock),
-                                  unregisteredTokens: unregisteredTokens, sendsUniqueID: sendsUniqueID,
+                                  unregisteredTokens: unregisteredTokens, tokenApps: tokenApps, sendsUniqueID: sendsUniqueID,
                                   certificateAuthPolicy: clientCAFile == nil ? nil : Self.certificateTopicPolicy)
     }
 

@@ -24,6 +24,7 @@ public final class APNsSimulatorRules: Sendable {
 
     private let verifier: JWTVerifier
     private let unregisteredTokens: [String: Int64]
+    private let tokenApps: [String: String]
     private let sendsUniqueID: Bool
     private let certificateAuthPolicy: CertificateAuthPolicy?
     private let verifiedTokenCacheLimit: Int
@@ -34,12 +35,15 @@ public final class APNsSimulatorRules: Sendable {
     /// - Parameters:
     ///   - verifier: trusted auth keys (by key id, with team) and the clock for token age.
     ///   - unregisteredTokens: device token (hex, any case) → Unix milliseconds APNs reports in 410 answers.
+    ///   - tokenApps: device token (hex, any case) → the bundle id of the app it was issued to; a
+    ///     request for it to another app's topic is answered 400 DeviceTokenNotForTopic.
     ///   - sendsUniqueID: add `apns-unique-id` to 200 answers, as the sandbox does.
     ///   - verifiedTokenCacheLimit: at most this many verified JWTs are remembered.
     ///   - certificateAuthPolicy: hook for certificate-auth connections; nil answers them 403 MissingProviderToken.
     public init(
         verifier: JWTVerifier,
         unregisteredTokens: [String: Int64] = [:],
+        tokenApps: [String: String] = [:],
         sendsUniqueID: Bool = false,
         verifiedTokenCacheLimit: Int = 1024,
         certificateAuthPolicy: CertificateAuthPolicy? = nil
@@ -47,6 +51,7 @@ public final class APNsSimulatorRules: Sendable {
         self.verifier = verifier
         self.unregisteredTokens = Dictionary(
             unregisteredTokens.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        self.tokenApps = Dictionary(tokenApps.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
         self.sendsUniqueID = sendsUniqueID
         self.verifiedTokenCacheLimit = max(1, verifiedTokenCacheLimit)
         self.certificateAuthPolicy = certificateAuthPolicy
@@ -161,6 +166,12 @@ public final class APNsSimulatorRules: Sendable {
         if let requestedID = headers.apnsID, !Self.isValidUUID(requestedID) { return reject(.badMessageId) }
         if request.bodyLength == 0 { return reject(.payloadEmpty) }
         if request.bodyLength > pushType.maximumPayloadBytes { return reject(.payloadTooLarge) }
+
+        // A token issued to another app than the topic's (the topic less its push type's suffix).
+        if let app = tokenApps[token.lowercased()], let topic = headers.topic,
+           !topic.utf8.dropLast(pushType.topicSuffix.utf8.count).elementsEqual(app.utf8) {
+            return reject(.deviceTokenNotForTopic)
+        }
 
         // 410: the token is no longer active.
         if let unregisteredAt = unregisteredTokens[token.lowercased()] {

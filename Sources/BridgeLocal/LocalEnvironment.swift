@@ -28,11 +28,14 @@ public final class LocalEnvironment: @unchecked Sendable {
     /// - Parameters:
     ///   - partitions: partitions of every topic.
     ///   - unregisteredTokens: tokens the simulator answers 410 Unregistered for (token → ms timestamp).
+    ///   - tokenApps: tokens the simulator knows the app of (token → bundle id): pushed to another
+    ///     app's topic, they are answered 400 DeviceTokenNotForTopic.
     ///   - maxConcurrentStreams: the simulator's SETTINGS_MAX_CONCURRENT_STREAMS.
     ///   - brokers: brokers of the mock cluster (ids 1...brokers).
     ///   - simulatorLatency: how long the simulator waits before each answer (APNs' round trip).
-    public init(partitions: Int32 = 4, unregisteredTokens: [String: Int64] = [:], maxConcurrentStreams: Int = 1000,
-                simulatorThreads: Int = 1, brokers: Int = 1, simulatorLatency: Duration = .zero) throws {
+    public init(partitions: Int32 = 4, unregisteredTokens: [String: Int64] = [:], tokenApps: [String: String] = [:],
+                maxConcurrentStreams: Int = 1000, simulatorThreads: Int = 1, brokers: Int = 1,
+                simulatorLatency: Duration = .zero) throws {
         let directory = try LocalFiles.makeTemporaryDirectory(prefix: "apns-bridge")
         ownsDirectory = directory
         do {
@@ -44,6 +47,7 @@ public final class LocalEnvironment: @unchecked Sendable {
             }
             var simulatorConfiguration = credentials.simulatorConfiguration()
             simulatorConfiguration.unregisteredTokens = unregisteredTokens
+            simulatorConfiguration.tokenApps = tokenApps
             simulatorConfiguration.maxConcurrentStreams = maxConcurrentStreams
             simulatorConfiguration.threads = simulatorThreads
             simulatorConfiguration.faults.latency = simulatorLatency

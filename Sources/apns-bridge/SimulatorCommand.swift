@@ -11,7 +11,8 @@ import Dispatch
 enum SimulatorCommand {
     static let help = """
     Usage: apns-bridge simulator [--listen HOST:PORT] (--credentials DIR [--hostname NAME …] | --cert FILE --key FILE --auth-key KID:TEAM:PUBKEY_PEM …)
-                                 [--unregistered TOKEN[:MILLIS] …] [--max-streams N] [--max-connections N]
+                                 [--unregistered TOKEN[:MILLIS] …] [--token-app TOKEN:BUNDLE_ID …]
+                                 [--max-streams N] [--max-connections N]
                                  [--threads N] [--client-ca FILE] [--sandbox] [faults…]
 
     An HTTP/2 + TLS server that answers like APNs: it verifies provider JWTs (ES256) against the
@@ -26,6 +27,8 @@ enum SimulatorCommand {
       --cert, --key        the server certificate and key (PEM), instead of --credentials
       --auth-key K:T:FILE  trust the provider key K of team T whose public key (PEM) is FILE
       --unregistered TOKEN answer 410 Unregistered for TOKEN (timestamp MILLIS, default now)
+      --token-app T:BUNDLE TOKEN was issued to app BUNDLE: pushes of it to another app's topic
+                           are answered 400 DeviceTokenNotForTopic
       --max-streams N      SETTINGS_MAX_CONCURRENT_STREAMS (default 1000)
       --max-connections N  the most connections open at once (default: what the descriptor limit
                            leaves room for); at the limit a new connection replaces the one idle
@@ -44,7 +47,7 @@ enum SimulatorCommand {
         // First, while this is the only thread: a stop signal from now on waits for the waiter.
         SignalWaiter.blockStopSignals()
         let valued: Set<String> = [
-            "listen", "credentials", "hostname", "cert", "key", "auth-key", "unregistered", "max-streams", "max-connections", "threads",
+            "listen", "credentials", "hostname", "cert", "key", "auth-key", "unregistered", "token-app", "max-streams", "max-connections", "threads",
             "client-ca",
         ]
         let options = try CommandLineOptions(arguments, accepting: .init(valued: valued.union(faultOptions), flags: ["help", "sandbox"]))
@@ -88,6 +91,13 @@ enum SimulatorCommand {
                 throw CommandLineOptions.UsageError(description: "--unregistered must be TOKEN or TOKEN:MILLIS")
             }
             configuration.unregisteredTokens[token.lowercased()] = parts.count == 2 ? Int64(parts[1]) ?? now : now
+        }
+        for entry in options.values("token-app") {
+            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw CommandLineOptions.UsageError(description: "--token-app must be TOKEN:BUNDLE_ID, got '\(entry)'")
+            }
+            configuration.tokenApps[parts[0].lowercased()] = parts[1]
         }
         configuration.maxConcurrentStreams = try options.integer("max-streams", default: 1000, in: 1...100_000)
         if options.value("max-connections") != nil {

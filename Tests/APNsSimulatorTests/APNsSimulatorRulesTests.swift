@@ -9,6 +9,7 @@ import HTTP2
     let trusted: JWTVerifier.TrustedKey
     let rules: APNsSimulatorRules
     let unregisteredToken = String(repeating: "cd", count: 32)
+    let otherAppsToken = String(repeating: "ef", count: 32)
 
     init() throws {
         let pair = try APNsAuthKeyGenerator.generate()
@@ -16,7 +17,7 @@ import HTTP2
         trusted = JWTVerifier.TrustedKey(publicKey: try APNsPublicKey(pem: pair.publicKeyPEM), teamID: "TEAM123456")
         let verifier = JWTVerifier(keys: ["ABC123DEFG": trusted], clock: clock.function)
         rules = APNsSimulatorRules(verifier: verifier, unregisteredTokens: [unregisteredToken.uppercased(): 1_700_000_000_123],
-                                   sendsUniqueID: true)
+                                   tokenApps: [otherAppsToken.uppercased(): "com.example.other"], sendsUniqueID: true)
     }
 
     private func bearer() throws -> String { "bearer " + (try signer.sign(issuedAt: clock.now)) }
@@ -181,6 +182,20 @@ import HTTP2
         let parsed = APNsResponse(status: result.status, headers: result.headers.map(HTTP2HeaderField.init), body: result.body)
         #expect(parsed.timestamp == 1_700_000_000_123)
         #expect(APNsResponseClassifier.classify(parsed) == .rejected(invalidToken: true))
+    }
+
+    /// A token issued to another app: 400 DeviceTokenNotForTopic for any other app's topic;
+    /// its own app's topics, push type suffixes included, are answered as usual.
+    @Test func answersDeviceTokenNotForTopicForAnotherAppsToken() throws {
+        expectRejection(try request(token: otherAppsToken), 400, .deviceTokenNotForTopic)
+        expectRejection(try request(token: otherAppsToken, headers: ["apns-topic": "com.example.otherwise"]), 400, .deviceTokenNotForTopic)
+        #expect(answer(try request(token: otherAppsToken, headers: ["apns-topic": "com.example.other"])).status == 200)
+        let voip = try request(token: otherAppsToken, headers: [
+            "apns-topic": "com.example.other.voip", "apns-push-type": "voip",
+        ])
+        #expect(answer(voip).status == 200)
+        let classified = APNsResponseClassifier.classify(status: 400, reason: .deviceTokenNotForTopic)
+        #expect(classified == .rejected(invalidToken: true))
     }
 
     @Test func certificateConnectionsUseTheHook() throws {

@@ -269,4 +269,43 @@ struct PipelineEndToEndTests {
         #expect(sandbox.statistics.requestsReceived == count / 2)
         #expect(environment.simulator.statistics.requestsReceived == count / 2)
     }
+
+    /// A token APNs knows as another app's (400 DeviceTokenNotForTopic) is rejected and
+    /// published on the invalid-tokens topic (contract §4); pushed to its own app's topic (the
+    /// request's `topic` override), the same token is delivered.
+    @Test func aTokenOfAnotherAppIsRejectedAndPublishedAsInvalid() throws {
+        let token = String(repeating: "7e", count: 32)
+        let environment = try LocalEnvironment(partitions: 1, tokenApps: [token: "com.example.other"])
+        defer { environment.close() }
+        try environment.produceRequests([
+            .init(key: Array("a".utf8), value: Array(#"{"id":"wrong-app","token":"\#(token)","payload":{}}"#.utf8)),
+            .init(key: Array("b".utf8), value: Array(#"{"id":"own-app","token":"\#(token)","topic":"com.example.other","payload":{}}"#.utf8)),
+        ])
+        let runner = try BackgroundPipeline(configuration: try environment.configuration(groupID: "e2e-token-app"))
+        defer { runner.stop() }
+        let results = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: 2,
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500)
+        let invalid = try KafkaTopicReader.readAll(
+            bootstrapServers: environment.kafka.bootstrapServers, topic: environment.invalidTokensTopic, expectedCount: 1,
+            timeoutMilliseconds: 30_000, settleMilliseconds: 500)
+        #expect(runner.stop() == 0)
+
+        var byID: [String: [String: Any]] = [:]
+        for record in results {
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
+            byID[json["request_id"] as? String ?? ""] = json
+        }
+        let wrong = try #require(byID["wrong-app"])
+        #expect(wrong["outcome"] as? String == "rejected")
+        #expect(wrong["status"] as? Int == 400)
+        #expect(wrong["reason"] as? String == "DeviceTokenNotForTopic")
+        #expect(byID["own-app"]?["outcome"] as? String == "delivered")
+        try #require(invalid.count == 1)
+        #expect(invalid[0].key == Array(token.utf8))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(invalid[0].value ?? [])) as? [String: Any])
+        #expect(json["reason"] as? String == "DeviceTokenNotForTopic")
+        #expect(json["topic"] as? String == "com.example.demo")
+        #expect(json["request_id"] as? String == "wrong-app")
+    }
 }

@@ -10,7 +10,9 @@ struct SimulatorProcessTests {
         let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let gone = String(repeating: "cd", count: 32)
-        let (simulator, port) = try Self.startSimulator(directory: directory, ["--unregistered", "\(gone):1700000000999"])
+        let otherApps = String(repeating: "ef", count: 32)
+        let (simulator, port) = try Self.startSimulator(
+            directory: directory, ["--unregistered", "\(gone):1700000000999", "--token-app", "\(otherApps):com.example.other"])
         defer { BridgeBinary.stop(simulator) }
         let configFile = try Self.sendConfiguration(port: port, directory: directory)
 
@@ -23,6 +25,10 @@ struct SimulatorProcessTests {
         #expect(rejected.status == 1)
         #expect(rejected.output.contains(#""reason":"Unregistered""#))
         #expect(rejected.output.contains(#""unregistered_at":1700000000999"#))
+
+        let notForTopic = try Self.send(configFile, token: otherApps)
+        #expect(notForTopic.status == 1)
+        #expect(notForTopic.output.contains(#""reason":"DeviceTokenNotForTopic""#))
 
         kill(simulator.processIdentifier, SIGTERM)
         #expect(BridgeBinary.wait(simulator, seconds: 10) == 0)
@@ -85,7 +91,8 @@ struct SimulatorProcessTests {
         for (flags, message) in [(["--fail", "404:0.1"], "404"), (["--fail", "429"], "--fail"),
                                  (["--latency", "20"], "--latency"), (["--stall", "2"], "stall"),
                                  (["--goaway-every", "0"], "goaway-every"), (["--max-connections", "0"], "--max-connections"),
-                                 (["--hostile", "teapot"], "--hostile"), (["--hostile", "ping-flood:0"], "count")] {
+                                 (["--hostile", "teapot"], "--hostile"), (["--hostile", "ping-flood:0"], "count"),
+                                 (["--token-app", "abcd"], "--token-app"), (["--token-app", "abcd:"], "--token-app")] {
             let result = try BridgeBinary.run(["simulator", "--listen", "127.0.0.1:0", "--credentials", directory] + flags)
             #expect(result.status == 2, "\(flags)")
             #expect(result.error.contains(message), "\(flags): \(result.error)")
