@@ -1,4 +1,4 @@
-/// Watches every answer and retry of one `APNsClient`, for metrics.
+/// Watches every answer, retry and connection close of one `APNsClient`, for metrics.
 ///
 /// The client's pool holds it strongly (unlike the delegate, which usually owns the client and
 /// is held weakly) and calls it on the pool's event loop thread for every answer, through a
@@ -10,4 +10,11 @@ public protocol APNsClientObserver: AnyObject, Sendable {
     func apnsAnswered(status: Int, reason: String?, durationNanoseconds: Int64)
     /// A notification will be sent again because of `cause`.
     func apnsRetrying(_ cause: APNsRetryCause)
+    /// One of the pool's connections closed, for `reason` (not reported while the client shuts down).
+    func apnsConnectionClosed(_ reason: APNsConnectionCloseReason)
+}
+
+extension APNsClientObserver {
+    /// Connection closes are not watched unless an observer says so.
+    public func apnsConnectionClosed(_ reason: APNsConnectionCloseReason) {}
 }

@@ -170,6 +170,9 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
     /// Handshake done, server SETTINGS seen, not going away, not closed.
     public var isReady: Bool { state == .ready }
 
+    /// Closed: its streams are being (or have been) reported, and the delegate told why.
+    public var isClosed: Bool { state == .closed }
+
     /// Streams submitted and not finished yet.
     public var activeStreams: Int { streams.count }
 

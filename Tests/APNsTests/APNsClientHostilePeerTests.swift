@@ -172,6 +172,21 @@ struct APNsClientHostilePeerTests {
         #expect(seen.goAwaysSent >= 4 && seen.connectionsAccepted <= seen.goAwaysSent + 1, "\(seen)")
     }
 
+    /// A connection whose drain after a GOAWAY the network cuts short (the stream the GOAWAY
+    /// would still answer is lost with the connection) is reported closed as lost, with the
+    /// network's reason, not as a GOAWAY's graceful end: its stream is an attempt, retried.
+    @Test func aDrainCutShortIsALostConnectionNotAGoAway() async throws {
+        let fixture = try Fixture(.goAwayThenEndOfStream, maxAttempts: 2)
+        defer { fixture.tearDown() }
+        #expect(await fixture.deliver(1))
+        fixture.expectResults(1, attempts: 2) {
+            if case .failure(.connectionLost) = $0 { true } else { false }
+        }
+        #expect(await eventually { fixture.recorder.connectionCloses.count >= 2 })
+        let closes = fixture.recorder.connectionCloses
+        #expect(closes.allSatisfy { if case .lost = $0 { true } else { false } }, "\(closes)")
+    }
+
     /// A whole answer that came before the request's body went out (the peer answers 503 at the
     /// HEADERS and never opens the stream's window) stays with its open stream. When the client
     /// shuts down then, the 503 is not reported as the notification's final failure after one

@@ -8,7 +8,7 @@ import APNsSimulator
 import Observability
 
 /// Records every delegate call by tag (a tag finished twice shows up as two entries), and as
-/// the client's observer every answer and retry.
+/// the client's observer every answer, retry and connection close.
 final class DeliveryRecorder: APNsClientDelegate, APNsClientObserver {
     struct Delivery {
         let token: String
@@ -33,6 +33,15 @@ final class DeliveryRecorder: APNsClientDelegate, APNsClientObserver {
     func apnsAnswered(status: Int, reason: String?, durationNanoseconds: Int64) {
         statuses.withLock { $0[status, default: 0] += 1 }
     }
+
+    private let closeReasons = Locked<[APNsConnectionCloseReason]>([])
+
+    func apnsConnectionClosed(_ reason: APNsConnectionCloseReason) {
+        closeReasons.withLock { $0.append(reason) }
+    }
+
+    /// `apnsConnectionClosed` calls, in order.
+    var connectionCloses: [APNsConnectionCloseReason] { closeReasons.withLock { $0 } }
 
     /// `apnsRetrying` calls by cause.
     var retries: [APNsRetryCause: Int] { retryCauses.withLock { $0 } }

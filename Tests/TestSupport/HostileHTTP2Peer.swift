@@ -41,6 +41,10 @@ public final class HostileHTTP2Peer: @unchecked Sendable {
         /// Answers the first request of each connection with GOAWAY (NO_ERROR) whose last-stream-id
         /// is below it: nothing on the connection is processed, and nothing else is sent.
         case goAwayBeforeEveryRequest
+        /// Answers the first request of each connection with GOAWAY (NO_ERROR) whose
+        /// last-stream-id is that request's (it would be answered), then ends the connection
+        /// without a TLS close and without the answer: a drain the network cuts short.
+        case goAwayThenEndOfStream
     }
 
     /// Header blocks that no HPACK decoder may accept.

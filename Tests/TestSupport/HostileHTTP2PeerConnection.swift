@@ -245,6 +245,17 @@ final class HostileHTTP2PeerConnection: @unchecked Sendable {
             payload.appendBigEndian(0)  // NO_ERROR
             peer.record { $0.goAwaysSent += 1 }  // counted before it goes, as above
             send(frame(.goAway, flags: 0, stream: 0, payload: payload))
+        case .goAwayThenEndOfStream:
+            guard request == 0 else { return }
+            var payload: [UInt8] = []
+            payload.appendBigEndian(stream)
+            payload.appendBigEndian(0)  // NO_ERROR
+            peer.record { $0.goAwaysSent += 1 }
+            send(frame(.goAway, flags: 0, stream: 0, payload: payload))
+            // The end of the stream after it, with no TLS close_notify; then only listen, until
+            // the client closes.
+            shutdown(fd, Int32(SHUT_WR))
+            quiet = true
         }
     }
 

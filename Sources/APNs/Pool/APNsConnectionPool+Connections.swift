@@ -96,9 +96,11 @@ extension APNsConnectionPool {
     }
 
     /// A draining connection with no streams left, or a ready one whose stream ids are used up,
-    /// is closed (and replaced after its backoff).
+    /// is closed (and replaced after its backoff). One already closed, reporting its streams
+    /// as it goes (the network ended it while it drained), is not: its own reason follows
+    /// (`memberClosed`), and a drain cut short is a lost connection, not a GOAWAY's end.
     private func closeIfIdleAndUnusable(_ member: Member, _ connection: HTTP2ClientConnection) {
-        guard connection.activeStreams == 0 else { return }
+        guard connection.activeStreams == 0, !connection.isClosed else { return }
         let canStart = connection.canStartStreams || !connection.isReady
         perform(member.machine.noStreamsLeft(canStartStreams: canStart), on: member)
     }
@@ -164,6 +166,7 @@ extension APNsConnectionPool {
         let closeReason = member.machine.closed(now: clock.now().nanoseconds, lostReason: reason)
         refreshStateCounts()
         guard !isShuttingDown else { return }
+        observer?.apnsConnectionClosed(closeReason)
         switch closeReason {
         case .goAway, .streamIDsExhausted:
             logger.debug("connection closed", metadata: ["apns.pool": name, "apns.connection": "\(member.index)",
