@@ -101,6 +101,25 @@ import Testing
         #expect(text.contains("apns_bridge_retries_total{app=\"news\",cause=\"status_429\"} 1\n"))
     }
 
+    /// Connection closes are counted by app and reason, every reason's series there from the
+    /// start; a shutdown's closes are not counted.
+    @Test func connectionClosesAreCountedByReason() throws {
+        let metrics = BridgeMetrics(configuration: Self.configuration)
+        let observer = try #require(metrics.poolObserver(pool: "chat/production"))
+        #expect(metrics.registry.render().contains("apns_bridge_connection_closes_total{app=\"chat\",reason=\"lost\"} 0\n"))
+        observer.apnsConnectionClosed(.lost("Connection reset by peer"))
+        observer.apnsConnectionClosed(.lost("end of stream"))
+        observer.apnsConnectionClosed(.goAway)
+        observer.apnsConnectionClosed(.connectFailed("TLS handshake failed"))
+        observer.apnsConnectionClosed(.shutdown)
+        let closes = Self.samples(metrics.registry.render(), "apns_bridge_connection_closes_total").filter { $0.value != 0 }
+        #expect(closes == [
+            "apns_bridge_connection_closes_total{app=\"chat\",reason=\"lost\"}": 2,
+            "apns_bridge_connection_closes_total{app=\"chat\",reason=\"goaway\"}": 1,
+            "apns_bridge_connection_closes_total{app=\"chat\",reason=\"connect_failed\"}": 1,
+        ])
+    }
+
     /// What APNs (or anything posing as it) sends cannot create series without bound (retry
     /// causes are the pool's enum, bounded by their type).
     @Test func unknownStatusesAndReasonsAreCountedAsOther() throws {

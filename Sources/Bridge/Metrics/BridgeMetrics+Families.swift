@@ -12,6 +12,8 @@ extension BridgeMetrics {
                           help: "Every answer APNs gave, retried or final, by app, status and reason (none for 200, other outside Apple's documented sets).")
         registry.describe("apns_bridge_retries_total", .counter,
                           help: "Notifications sent again, by app and cause.")
+        registry.describe("apns_bridge_connection_closes_total", .counter,
+                          help: "APNs connections closed, by app and reason (goaway, lost, ping_timeout, connect_failed, no_streams_allowed, stream_ids_exhausted).")
         registry.describe("apns_bridge_dead_letters_total", .counter,
                           help: "Input records sent to the dead-letter topic, by error code.")
         registry.describe("apns_bridge_invalid_tokens_total", .counter,

@@ -29,15 +29,18 @@ public final class BridgeMetrics: Sendable {
         let invalidTokens: [Counter]
         let responses: CounterTable
         let retries: CounterTable
+        /// By `MetricLabels.connectionCloseReasonIndex`.
+        let connectionCloses: [Counter]
         let requestDuration: Histogram
         let endToEndLatency: Histogram
 
         init(notifications: [Counter], invalidTokens: [Counter], responses: CounterTable, retries: CounterTable,
-             requestDuration: Histogram, endToEndLatency: Histogram) {
+             connectionCloses: [Counter], requestDuration: Histogram, endToEndLatency: Histogram) {
             self.notifications = notifications
             self.invalidTokens = invalidTokens
             self.responses = responses
             self.retries = retries
+            self.connectionCloses = connectionCloses
             self.requestDuration = requestDuration
             self.endToEndLatency = endToEndLatency
         }
@@ -96,8 +99,12 @@ public final class BridgeMetrics: Sendable {
             Counter(label: "apns_bridge_retries_total", dimensions: [("app", app), ("cause", MetricLabels.retryCauses[index])],
                     registry: registry)
         }
+        let connectionCloses = MetricLabels.connectionCloseReasons.map { reason in
+            Counter(label: "apns_bridge_connection_closes_total", dimensions: [("app", app), ("reason", reason)], registry: registry)
+        }
         return AppSeries(
             notifications: notifications, invalidTokens: invalidTokens, responses: responses, retries: retries,
+            connectionCloses: connectionCloses,
             requestDuration: Histogram(label: "apns_bridge_apns_request_duration_seconds", dimensions: [("app", app)],
                                        registry: registry),
             endToEndLatency: Histogram(label: "apns_bridge_end_to_end_latency_seconds", dimensions: [("app", app)],
@@ -137,7 +144,7 @@ public final class BridgeMetrics: Sendable {
     }
 
     /// What the pool named `pool` (`app/environment`, as the APNs client names itself) reports
-    /// of its answers and retries, straight into its app's series; nil for a pool of no
+    /// of its answers, retries and connection closes, straight into its app's series; nil for a pool of no
     /// configured app.
     func poolObserver(pool: String) -> APNsClientObserver? {
         appsByPool[pool].map(PoolObserver.init)
@@ -161,6 +168,12 @@ public final class BridgeMetrics: Sendable {
 
         func apnsRetrying(_ cause: APNsRetryCause) {
             series.retries.increment(at: MetricLabels.retryCauseIndex(cause))
+        }
+
+        func apnsConnectionClosed(_ reason: APNsConnectionCloseReason) {
+            if let index = MetricLabels.connectionCloseReasonIndex(reason) {
+                series.connectionCloses[index].increment()
+            }
         }
     }
 }

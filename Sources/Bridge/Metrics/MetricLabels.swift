@@ -77,6 +77,24 @@ enum MetricLabels {
         retryCauseIndexes[cause]!
     }
 
+    /// `reason` label values of connection closes (a shutdown's are not counted).
+    static let connectionCloseReasons = [
+        "goaway", "lost", "ping_timeout", "connect_failed", "no_streams_allowed", "stream_ids_exhausted",
+    ]
+
+    /// The index of a close reason in `connectionCloseReasons`; nil for a shutdown's.
+    static func connectionCloseReasonIndex(_ reason: APNsConnectionCloseReason) -> Int? {
+        switch reason {
+        case .goAway: 0
+        case .lost: 1
+        case .pingTimeout: 2
+        case .connectFailed: 3
+        case .noStreamsAllowed: 4
+        case .streamIDsExhausted: 5
+        case .shutdown: nil
+        }
+    }
+
     /// Reasons an invalid-token record carries (contract §4), then `other`.
     static let invalidTokenReasons = ["Unregistered", "ExpiredToken", "BadDeviceToken", "DeviceTokenNotForTopic", other]
     private static let invalidTokenIndexes = Dictionary(
