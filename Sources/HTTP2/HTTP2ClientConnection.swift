@@ -191,6 +191,14 @@ public final class HTTP2ClientConnection: @unchecked Sendable {
         return nghttp2_session_check_request_allowed(session) != 0
     }
 
+    /// Whether the connection's stream ids are used up (2^31 - 1 of them): it takes no more
+    /// streams and must be replaced. Not the only reason ``canStartStreams`` is false: a session
+    /// nghttp2 is ending (after a protocol error) refuses new streams too.
+    public var streamIDsUsedUp: Bool {
+        guard let session else { return false }
+        return nghttp2_session_get_next_stream_id(session) > UInt32(Int32.max)
+    }
+
     /// How many more streams `submit` would accept now.
     public var availableStreams: Int { canStartStreams ? max(0, peerMaxConcurrentStreams - streams.count) : 0 }
 

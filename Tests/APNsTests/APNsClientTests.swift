@@ -524,6 +524,7 @@ struct APNsClientStreamIDTests {
         try expectEachFinishedOnce(recorder, tags: 0..<6) { if case .response(let response) = $0 { response.status == 200 } else { false } }
         let current = await onPoolLoop(client) { client.pool.members[0].connection }
         #expect(current !== first, "the spent connection was not replaced")
+        #expect(recorder.connectionCloses == [.streamIDsExhausted])
     }
 }
 

@@ -101,7 +101,9 @@ extension APNsConnectionPool {
     /// (`memberClosed`), and a drain cut short is a lost connection, not a GOAWAY's end.
     private func closeIfIdleAndUnusable(_ member: Member, _ connection: HTTP2ClientConnection) {
         guard connection.activeStreams == 0, !connection.isClosed else { return }
-        let canStart = connection.canStartStreams || !connection.isReady
+        // A ready connection that takes no streams for another reason than its ids (nghttp2 ends
+        // the session after a protocol error) closes by itself, with that reason.
+        let canStart = !connection.isReady || !connection.streamIDsUsedUp
         perform(member.machine.noStreamsLeft(canStartStreams: canStart), on: member)
     }
 
