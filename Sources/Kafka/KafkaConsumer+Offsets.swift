@@ -32,20 +32,20 @@ extension KafkaConsumer {
     /// `deadline` (``Timestamp/monotonicNanoseconds()``) at most. Having nothing new to commit is
     /// not an error.
     /// - Throws: ``KafkaError`` when the commit fails, when the deadline passes first
-    ///   (`_TIMED_OUT`; librdkafka's commit goes on, its answer unread), or when the consumer is
-    ///   closed.
+    ///   (``KafkaError/Code/answerNotAwaited``; librdkafka's commit goes on, its answer unread),
+    ///   or when the consumer is closed.
     public func commitSync(until deadline: UInt64 = .max) throws {
         guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
         let result = commitWaiting(nil, until: deadline)
         guard result.code == RD_KAFKA_RESP_ERR_NO_ERROR || result.code == RD_KAFKA_RESP_ERR__NO_OFFSET else {
-            throw KafkaError(result.code, context: "commit offsets")
+            throw result.partitionFailures ?? KafkaError(result.code, context: "commit offsets")
         }
     }
 
     /// Commits exactly these offsets now and waits for the broker's answer (polling thread, also
     /// from inside the rebalance handler), until `deadline` at most.
-    /// - Throws: ``KafkaError`` when the commit fails, also for single partitions, or when the
-    ///   deadline passes first (`_TIMED_OUT`).
+    /// - Throws: ``KafkaError`` when the commit fails, also for single partitions (named), or
+    ///   when the deadline passes first (``KafkaError/Code/answerNotAwaited``).
     public func commitSync(_ offsets: [(KafkaTopicPartition, nextOffset: Int64)], until deadline: UInt64 = .max) throws {
         guard !offsets.isEmpty else { return }
         guard phase.withLock({ $0 == .open }) else { throw KafkaError.closed("Kafka consumer") }
@@ -54,11 +54,12 @@ extension KafkaConsumer {
             list.add(partition, offset: nextOffset)
         }
         let result = commitWaiting(list, until: deadline)
-        guard result.code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError(result.code, context: "commit offsets")
-        }
+        // librdkafka sets the answer's error to a failed partition's: the partitions say which.
         if let failure = result.partitionFailures {
             throw failure
+        }
+        guard result.code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(result.code, context: "commit offsets")
         }
     }
 
@@ -67,8 +68,8 @@ extension KafkaConsumer {
     /// takes (up to `session.timeout.ms` for one to be found), more than a rebalance callback or
     /// a stop can give. Past the deadline the commit goes on inside librdkafka and its answer is
     /// dropped with the queue.
-    /// - Returns: the commit's error (`_TIMED_OUT` when the deadline came first) and the
-    ///   partitions the broker refused.
+    /// - Returns: the commit's error (`_TIMED_OUT_QUEUE`, ``KafkaError/Code/answerNotAwaited``,
+    ///   when the deadline came first) and the partitions the broker refused.
     func commitWaiting(_ offsets: RDKafkaTopicPartitionList?, until deadline: UInt64)
         -> (code: rd_kafka_resp_err_t, partitionFailures: KafkaError?)
     {
@@ -78,7 +79,7 @@ extension KafkaConsumer {
         guard started == RD_KAFKA_RESP_ERR_NO_ERROR else { return (started, nil) }
         while true {
             let now = Timestamp.monotonicNanoseconds()
-            guard deadline > now else { return (RD_KAFKA_RESP_ERR__TIMED_OUT, nil) }
+            guard deadline > now else { return (RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE, nil) }
             let waitMilliseconds = Int32(min((deadline - now) / 1_000_000 + 1, 100))
             guard let event = rd_kafka_queue_poll(queue, waitMilliseconds) else { continue }
             defer { rd_kafka_event_destroy(event) }

@@ -252,13 +252,12 @@ public final class KafkaConsumer: @unchecked Sendable {
         let result = commitWaiting(nil, until: deadline)
         switch result.code {
         case RD_KAFKA_RESP_ERR_NO_ERROR, RD_KAFKA_RESP_ERR__NO_OFFSET:
-            if let failures = result.partitionFailures {
-                logger.warning("final offset commit failed", metadata: ["error": failures.description])
-            }
-        case RD_KAFKA_RESP_ERR__TIMED_OUT:
-            logger.warning("final offset commit not confirmed in time; the offsets stay uncommitted")
+            return
+        case RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
+            logger.warning("final offset commit not confirmed in time; unless it lands after the stop, the offsets stay uncommitted")
         default:
-            logger.warning("final offset commit failed", metadata: ["error": KafkaError(result.code).description])
+            let failure = result.partitionFailures ?? KafkaError(result.code)
+            logger.warning("final offset commit failed", metadata: ["error": failure.description])
         }
     }
 

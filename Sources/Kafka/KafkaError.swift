@@ -56,9 +56,10 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         public static let invalidArgument: Int32 = RD_KAFKA_RESP_ERR__INVALID_ARG.rawValue
         /// The client was already closed (`RD_KAFKA_RESP_ERR__DESTROY`).
         public static let closed: Int32 = RD_KAFKA_RESP_ERR__DESTROY.rawValue
-        /// A local operation's own deadline passed first (`RD_KAFKA_RESP_ERR__TIMED_OUT`), e.g. a
-        /// commit waited for with a deadline.
-        public static let timedOut: Int32 = RD_KAFKA_RESP_ERR__TIMED_OUT.rawValue
+        /// The caller's deadline for an answer passed first (`RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE`):
+        /// the operation, e.g. a commit waited for with a deadline, goes on inside librdkafka.
+        /// librdkafka's own `_TIMED_OUT` (a request it gave up on) is another code.
+        public static let answerNotAwaited: Int32 = RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE.rawValue
         /// The broker's request timeout error (`REQUEST_TIMED_OUT`, 7), retriable.
         public static let requestTimedOut: Int32 = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT.rawValue
         /// The broker is not the partition leader (`NOT_LEADER_FOR_PARTITION`, 6), retriable.

@@ -243,17 +243,20 @@ struct DeliveryGuaranteeTests {
     }
 
     /// The start of the hand-over scenarios: `count` requests on the environment's partitions
-    /// and a first member holding every one of them at APNs, which answers 7 s after a
-    /// notification went out: after the rebalance a second member starts (the mock cluster's join
-    /// round lasts the 6 s session less a second) and within the hand-over's 3 s bound, so the
-    /// drain ends and its commit is sent. Nothing is stored while every record waits for APNs, so
-    /// no commit is sent before the hand-over's (nor after it, without `periodicCommits`).
+    /// and a first member holding every one of them at APNs, which answers 12 s after a
+    /// notification went out. The revocation a second member's arrival brings comes when the
+    /// mock cluster's join round ends, the 10 s session less a second after that member joins:
+    /// the answers come after it and within the hand-over's 5 s bound (half the session) as long
+    /// as the second member joins within 3 s, so the drain ends and its commit is sent. Nothing
+    /// is stored while every record waits for APNs, so no commit is sent before the hand-over's
+    /// (nor after it, without `periodicCommits`).
     private static func firstMemberWithWorkAtAPNs(
         in environment: LocalEnvironment, groupID: String, count: Int, periodicCommits: Bool = true
     ) throws -> (BridgeConfiguration, BackgroundPipeline) {
         try environment.produceRequests(requests(count))
-        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(7)))
+        try environment.simulator.setFaults(APNsSimulatorFaults(latency: .seconds(12)))
         var yaml = environment.configurationYAML(groupID: groupID)
+            .replacingOccurrences(of: "session.timeout.ms: 6000", with: "session.timeout.ms: 10000")
             .replacingOccurrences(of: "shutdown_timeout: 10s", with: "shutdown_timeout: 30s")
             .replacingOccurrences(of: "request_timeout: 10s", with: "request_timeout: 60s")
         if !periodicCommits {
@@ -292,11 +295,11 @@ struct DeliveryGuaranteeTests {
     }
 
     /// At least once, a hand-over commit the group coordinator takes but does not answer in time
-    /// (its answer held back 15 s on the mock broker): the revoking member stops waiting for it
-    /// at the hand-over's bound (half of the 6 s session, the drain's wait included) and lets the
-    /// partitions go, rather than staying in the rebalance callback until the answer comes
-    /// (librdkafka's own commit waits that long). The coordinator took the commit when it
-    /// arrived, so nothing is lost or left uncommitted.
+    /// (its answer held back 25 s on the mock broker): the revoking member stops waiting for it
+    /// at the hand-over's bound (half of the 10 s session, the drain's wait included) and leaves
+    /// the rebalance callback, rather than staying in it until the answer comes (librdkafka's
+    /// own commit waits that long). The coordinator took the commit when it arrived, so nothing
+    /// is lost or left uncommitted.
     @Test func aHandOverCommitTheCoordinatorDoesNotAnswerEndsAtTheHandOversBound() throws {
         let environment = try LocalEnvironment(partitions: 4)
         defer { environment.close() }
@@ -306,15 +309,15 @@ struct DeliveryGuaranteeTests {
             in: environment, groupID: "e2e-handover-unanswered", count: count, periodicCommits: false)
         defer { first.stop() }
         environment.kafka.pushBrokerRequestErrors(
-            broker: 1, apiKey: MockKafkaCluster.APIKey.offsetCommit, errors: [0], rttMilliseconds: 15_000)
+            broker: 1, apiKey: MockKafkaCluster.APIKey.offsetCommit, errors: [0], rttMilliseconds: 25_000)
 
         let started = ContinuousClock.now
         let second = try BackgroundPipeline(configuration: configuration)
         defer { second.stop() }
-        // The rebalance about 5 s in, the bound 3 s later: without it, the callback would wait
-        // for the answer until about 22 s in.
-        #expect(waitFor(timeout: .seconds(14)) { first.pipeline.handOverCommitTimeoutCount == 1 })
-        #expect(ContinuousClock.now - started < .seconds(14))
+        // The rebalance about 9 s in, the bound 5 s later: without it, the callback would wait
+        // for the answer until about 37 s in (sent with the APNs answers, 12 s in).
+        #expect(waitFor(timeout: .seconds(22)) { first.pipeline.handOverCommitTimeoutCount == 1 })
+        #expect(ContinuousClock.now - started < .seconds(22))
         #expect(first.pipeline.handOverCommitRefusalCount == 0)
         let results = try KafkaTopicReader.readAll(
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic,

@@ -9,7 +9,7 @@ extension BridgeMetrics {
         registry.describe("apns_bridge_notifications_total", .counter,
                           help: "Final outcomes per device token (delivered, rejected, failed, expired, invalid), by app.")
         registry.describe("apns_bridge_apns_responses_total", .counter,
-                          help: "Every answer APNs gave, retried or final, by app, status and reason (none for 200, other outside Apple's documented sets).")
+                          help: "Every answer APNs gave, retried or final, by app, status (4xx or 5xx for a status Apple does not document) and reason (none for 200, other outside Apple's documented sets).")
         registry.describe("apns_bridge_retries_total", .counter,
                           help: "Notifications sent again, by app and cause.")
         registry.describe("apns_bridge_connection_closes_total", .counter,

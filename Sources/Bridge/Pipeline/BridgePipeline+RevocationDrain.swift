@@ -28,17 +28,15 @@ extension BridgePipeline {
         lastConsumerIteration.store(Timestamp.monotonicNanoseconds(), ordering: .relaxed)
     }
 
-    /// The monotonic time by which a revocation starting now hands its partitions over: the
-    /// drain's wait and the commit of what it drained end by then (the commit is given at least a
-    /// second of its own, see ``commitDrainedOffsets(of:handOverEnds:)``).
+    /// The monotonic time by which a revocation starting now leaves the rebalance callback: the
+    /// drain's wait and the wait for the commit of what it drained end by then (the commit is
+    /// given at least a second of its own, see ``commitDrainedOffsets(of:handOverEnds:)``).
     func handOverDeadline() -> UInt64 {
         Timestamp.monotonicNanoseconds() + Self.revocationDrainNanoseconds(configuration)
     }
 
     /// The deadline for a hand-over's commit: what is left of the hand-over's bound, and at least
-    /// a second (a drain that ends at the bound still gets its commit a chance). Half of
-    /// `session.timeout.ms` plus a second stays inside the session (a broker accepts no session
-    /// under 6 s by default), so the member rejoins in time.
+    /// a second (a drain that ends at the bound still gets its commit a chance).
     static func handOverCommitDeadline(_ handOverEnds: UInt64, now: UInt64 = Timestamp.monotonicNanoseconds()) -> UInt64 {
         max(handOverEnds, now + 1_000_000_000)
     }
@@ -91,9 +89,11 @@ extension BridgePipeline {
     /// completes a rebalance (librdkafka's mock cluster also while members rejoin): this says so;
     /// librdkafka's commit at the unassign tries once more, and if the group refuses that too
     /// the new owner processes the drained records again. The commit is waited for until
-    /// ``handOverCommitDeadline(_:now:)`` only: librdkafka's own waits for the group coordinator
-    /// as long as `session.timeout.ms`, and a member that stays in the callback that long is
-    /// dropped from the group.
+    /// ``handOverCommitDeadline(_:now:)`` only (librdkafka's own synchronous commit waits as long
+    /// as the coordinator takes, and up to `session.timeout.ms` for one to be found): the
+    /// callback returns, so the consumer goes on polling the partitions it keeps and a stop is
+    /// not held up. The partitions themselves leave when librdkafka has the commit's answer: it
+    /// rejoins the group only once no commit of its own is outstanding.
     func commitDrainedOffsets(of leaving: [PartitionProgress], handOverEnds: UInt64) {
         stampWaitingOnPurpose()
         defer { stampWaitingOnPurpose() }
@@ -103,11 +103,11 @@ extension BridgePipeline {
             let code = (error as? KafkaError)?.code
             if let code, KafkaError.Code.groupRefusals.contains(code) {
                 handOverCommitsRefused.add(1, ordering: .relaxed)
-            } else if code == KafkaError.Code.timedOut {
+            } else if code == KafkaError.Code.answerNotAwaited {
                 handOverCommitsTimedOut.add(1, ordering: .relaxed)
             }
-            logger.warning(code == KafkaError.Code.timedOut
-                           ? "offsets of revoked partitions: the hand-over's commit went unanswered within the hand-over's bound; the partitions leave and the commit goes on: unless it or the commit as they leave goes through, their new owner processes those records again"
+            logger.warning(code == KafkaError.Code.answerNotAwaited
+                           ? "offsets of revoked partitions: the hand-over's commit went unanswered within the hand-over's bound; the callback returns and the commit goes on (the partitions leave once it is answered): unless it or the commit as they leave goes through, their new owner processes those records again"
                            : "offsets of revoked partitions not committed at the hand-over: unless the commit as they leave goes through, their new owner processes those records again",
                            metadata: ["kafka.partitions": describe(leaving.map(\.topicPartition)), "error": "\(error)"])
         }
