@@ -64,9 +64,12 @@ public final class EventLoop: @unchecked Sendable {
         try self.init(name: name, preciseTimeouts: true)
     }
 
-    /// - Parameter preciseTimeouts: false waits with `epoll_wait` and millisecond timeouts from
-    ///   the start (tests of that path).
-    init(name: String, preciseTimeouts: Bool) throws {
+    /// - Parameters:
+    ///   - preciseTimeouts: false waits with `epoll_wait` and millisecond timeouts from the start
+    ///     (tests of that path).
+    ///   - stackBytes: the loop thread's stack size; nil: the system's default (tests of paths
+    ///     that must not nest calls per request).
+    init(name: String, preciseTimeouts: Bool, stackBytes: Int? = nil) throws {
         self.name = name
         hasPreciseWait = preciseTimeouts
         signal(SIGPIPE, SIG_IGN)
@@ -92,7 +95,7 @@ public final class EventLoop: @unchecked Sendable {
         self.events = .allocate(capacity: Int(Self.maxEvents))
         self.readBuffer = .allocate(byteCount: 65_536, alignment: 16)
         do {
-            thread = try ThreadStarter.start(name: name, detached: false) { [self] in run() }
+            thread = try ThreadStarter.start(name: name, detached: false, stackBytes: stackBytes) { [self] in run() }
         } catch {
             close(epollFD)
             close(wakeFD)
