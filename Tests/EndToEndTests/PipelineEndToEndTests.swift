@@ -251,11 +251,7 @@ struct PipelineEndToEndTests {
             bootstrapServers: environment.kafka.bootstrapServers, topic: environment.resultsTopic, expectedCount: count,
             timeoutMilliseconds: 30_000, settleMilliseconds: 500)
         #expect(runner.stop() == 0)
-        var byID: [String: [String: Any]] = [:]
-        for record in results {
-            let json = try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
-            byID[json["request_id"] as? String ?? ""] = json
-        }
+        let byID = try Self.resultsByRequestID(results)
         #expect(byID.count == count)
         for index in 0..<count {
             let json = try #require(byID["e\(index)"])
@@ -291,11 +287,7 @@ struct PipelineEndToEndTests {
             timeoutMilliseconds: 30_000, settleMilliseconds: 500)
         #expect(runner.stop() == 0)
 
-        var byID: [String: [String: Any]] = [:]
-        for record in results {
-            let json = try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
-            byID[json["request_id"] as? String ?? ""] = json
-        }
+        let byID = try Self.resultsByRequestID(results)
         let wrong = try #require(byID["wrong-app"])
         #expect(wrong["outcome"] as? String == "rejected")
         #expect(wrong["status"] as? Int == 400)
@@ -307,5 +299,15 @@ struct PipelineEndToEndTests {
         #expect(json["reason"] as? String == "DeviceTokenNotForTopic")
         #expect(json["topic"] as? String == "com.example.demo")
         #expect(json["request_id"] as? String == "wrong-app")
+    }
+
+    /// Each result record's JSON by its `request_id` (the last one of an id).
+    static func resultsByRequestID(_ records: [KafkaMessage]) throws -> [String: [String: Any]] {
+        var byID: [String: [String: Any]] = [:]
+        for record in records {
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(record.value ?? [])) as? [String: Any])
+            byID[json["request_id"] as? String ?? ""] = json
+        }
+        return byID
     }
 }

@@ -37,38 +37,37 @@ struct SimulatorProcessTests {
     /// `--sandbox`: answered as the development environment, whose 200s carry an
     /// `apns-unique-id`, which reaches the result.
     @Test func theSandboxFlagAddsAUniqueIDToEveryDeliveredAnswer() throws {
-        let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (simulator, port) = try Self.startSimulator(directory: directory, ["--sandbox"])
-        defer { BridgeBinary.stop(simulator) }
-        let configFile = try Self.sendConfiguration(port: port, directory: directory)
-        let delivered = try Self.send(configFile, token: String(repeating: "12", count: 32))
-        #expect(delivered.status == 0, "\(delivered.error)")
-        #expect(delivered.output.contains(#""outcome":"delivered""#))
-        let uniqueID = delivered.output.firstRange(of: #/"apns_unique_id":"([0-9a-fA-F-]{36})"/#)
-        #expect(uniqueID != nil, "\(delivered.output)")
-        kill(simulator.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(simulator, seconds: 10) == 0)
+        let output = try Self.deliverOne(["--sandbox"])
+        let uniqueID = output.firstRange(of: #/"apns_unique_id":"([0-9a-fA-F-]{36})"/#)
+        #expect(uniqueID != nil, "\(output)")
     }
 
     @Test func faultFlagsAreAcceptedAndTheSimulatorStillDelivers() throws {
-        let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         // Every fault flag, each set so that one notification still goes through, and a
         // connection limit.
-        let (simulator, port) = try Self.startSimulator(directory: directory, [
+        _ = try Self.deliverOne([
             "--max-connections", "2",
             "--latency", "20ms", "--goaway-every", "1000", "--drop-every", "1000", "--fail", "429:0,503:0",
             "--stall", "0", "--half-open-after", "1000", "--jwt-max-age", "30m", "--initial-streams", "1",
             "--token-update-interval", "20m",
         ])
+    }
+
+    /// Starts the simulator with `extra` options, sends one notification through `apns-bridge
+    /// send`, expects it delivered and the simulator to stop with exit 0 on SIGTERM, and returns
+    /// what `send` printed.
+    static func deliverOne(_ extra: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let directory = NSTemporaryDirectory() + "apns-bridge-sim-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (simulator, port) = try startSimulator(directory: directory, extra)
         defer { BridgeBinary.stop(simulator) }
-        let configFile = try Self.sendConfiguration(port: port, directory: directory)
-        let delivered = try Self.send(configFile, token: String(repeating: "12", count: 32))
-        #expect(delivered.status == 0, "\(delivered.error)")
-        #expect(delivered.output.contains(#""outcome":"delivered""#))
+        let configFile = try sendConfiguration(port: port, directory: directory)
+        let delivered = try send(configFile, token: String(repeating: "12", count: 32))
+        #expect(delivered.status == 0, "\(delivered.error)", sourceLocation: sourceLocation)
+        #expect(delivered.output.contains(#""outcome":"delivered""#), sourceLocation: sourceLocation)
         kill(simulator.processIdentifier, SIGTERM)
-        #expect(BridgeBinary.wait(simulator, seconds: 10) == 0)
+        #expect(BridgeBinary.wait(simulator, seconds: 10) == 0, sourceLocation: sourceLocation)
+        return delivered.output
     }
 
     /// A stop signal sent the moment the simulator names its port is neither lost nor the end
