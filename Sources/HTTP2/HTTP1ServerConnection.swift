@@ -124,12 +124,15 @@ final class HTTP1ServerConnection: EventLoopIOHandler, @unchecked Sendable {
                 respond(HTTP1Response.text(status, message), includeBody: true, keepAlive: false)
             case .request(let request, let consumed):
                 input.removeFirst(consumed)
+                // After the client's end of stream, the connection is kept only for what it
+                // sent behind this request (the loop answers it, or closes on a part of a head).
+                let keepAlive = request.keepsAlive && (!peerFinished || !input.isEmpty)
                 guard request.method == "GET" || request.method == "HEAD" else {
                     let response = HTTP1Response.text(405, "only GET and HEAD are served", headers: [("Allow", "GET, HEAD")])
-                    respond(response, includeBody: true, keepAlive: request.keepsAlive && !peerFinished)
+                    respond(response, includeBody: true, keepAlive: keepAlive)
                     continue
                 }
-                respond(server.handler(request), includeBody: request.method != "HEAD", keepAlive: request.keepsAlive && !peerFinished)
+                respond(server.handler(request), includeBody: request.method != "HEAD", keepAlive: keepAlive)
             }
         }
     }

@@ -100,6 +100,14 @@ struct HTTP1ServerTests {
         #expect(response.status == 200)
         #expect(response.body == "hello\n")
         #expect(client.waitForClose())
+        // Pipelined requests followed by the end of stream are all answered (the last one with
+        // `Connection: close` when the end came in the same read), then the connection closes.
+        let pipelined = try fixture.client()
+        pipelined.send("GET /echo?1 HTTP/1.1\r\nHost: x\r\n\r\nGET /echo?2 HTTP/1.1\r\nHost: x\r\n\r\nGET /echo?3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        shutdown(pipelined.fd, Int32(SHUT_WR))
+        let answers = (1...3).compactMap { _ in pipelined.readResponse() }
+        #expect(answers.map(\.body) == ["GET /echo 1\n", "GET /echo 2\n", "GET /echo 3\n"])
+        #expect(pipelined.waitForClose())
         // A half-close with only part of a head is closed at once, not answered or kept.
         let partial = try fixture.client()
         partial.send("GET /hel")
