@@ -101,15 +101,16 @@ extension BridgePipeline {
             try consumer.commitSync(until: Self.handOverCommitDeadline(handOverEnds))
         } catch {
             let code = (error as? KafkaError)?.code
+            let unanswered = code == KafkaError.Code.answerNotAwaited
             if let code, KafkaError.Code.groupRefusals.contains(code) {
                 handOverCommitsRefused.add(1, ordering: .relaxed)
-            } else if code == KafkaError.Code.answerNotAwaited {
+            } else if unanswered {
                 handOverCommitsTimedOut.add(1, ordering: .relaxed)
             }
-            logger.warning(code == KafkaError.Code.answerNotAwaited
-                           ? "offsets of revoked partitions: the hand-over's commit went unanswered within the hand-over's bound; the callback returns and the commit goes on (the partitions leave once it is answered): unless it or the commit as they leave goes through, their new owner processes those records again"
-                           : "offsets of revoked partitions not committed at the hand-over: unless the commit as they leave goes through, their new owner processes those records again",
-                           metadata: ["kafka.partitions": describe(leaving.map(\.topicPartition)), "error": "\(error)"])
+            // Unanswered, the commit goes on inside librdkafka, and the partitions leave once it is answered.
+            logger.warning("offsets of revoked partitions not confirmed committed at the hand-over: unless a commit goes through as they leave, their new owner processes those records again",
+                           metadata: ["kafka.partitions": describe(leaving.map(\.topicPartition)), "error": "\(error)",
+                                      "kafka.commit": unanswered ? "unanswered within the hand-over's bound, going on" : "failed"])
         }
     }
 }
